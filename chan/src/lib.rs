@@ -1,0 +1,1 @@
+//! Plan 9 channels over a pluggable lock strategy (in progress).

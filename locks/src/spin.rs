@@ -1,0 +1,123 @@
+//! Bounded busy-waiting: a budget in nanoseconds, checked against the time-stamp counter.
+//!
+//! A budget of PAUSE instructions would be meaningless across machines: one PAUSE takes about
+//! 10 cycles on older Intel parts and about 140 on Skylake and later. So the adaptive strategy
+//! spins for a span of *time*, read from the TSC where there is one (a few cycles a read) and
+//! from the monotonic clock elsewhere.
+//!
+//! Spinning only helps when the thread being waited for can run at the same time, so a budget
+//! is worth nothing on a process confined to one CPU; [`worth_spinning`] says which case holds.
+
+#[cfg(not(loom))]
+mod imp {
+    use std::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
+    use std::time::Instant;
+
+    /// TSC ticks per 1024 ns, measured once; 0 until then.
+    #[cfg(target_arch = "x86_64")]
+    static TICKS_PER_1024NS: AtomicU32 = AtomicU32::new(0);
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    fn ticks() -> u64 {
+        // SAFETY: RDTSC has no preconditions on x86_64. It is not serializing, which does not
+        // matter for a budget that only has to be roughly right.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[cold]
+    fn calibrate() -> u32 {
+        // 50 us against the monotonic clock: about 1 % error, paid once per process.
+        let (t0, c0) = (Instant::now(), ticks());
+        while t0.elapsed().as_nanos() < 50_000 {
+            std::hint::spin_loop();
+        }
+        let (ns, c) = (t0.elapsed().as_nanos() as u64, ticks() - c0);
+        let per = ((c << 10) / ns.max(1)).clamp(1, u32::MAX as u64) as u32;
+        TICKS_PER_1024NS.store(per, Relaxed);
+        per
+    }
+
+    /// A deadline `ns` nanoseconds from now, to test with [`Budget::spent`].
+    #[derive(Clone, Copy)]
+    pub(crate) struct Budget {
+        #[cfg(target_arch = "x86_64")]
+        end: u64,
+        #[cfg(not(target_arch = "x86_64"))]
+        end: Instant,
+    }
+
+    impl Budget {
+        #[inline]
+        pub(crate) fn start(ns: u32) -> Budget {
+            #[cfg(target_arch = "x86_64")]
+            {
+                let per = match TICKS_PER_1024NS.load(Relaxed) {
+                    0 => calibrate(),
+                    per => per,
+                };
+                Budget {
+                    end: ticks() + ((ns as u64 * per as u64) >> 10),
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            Budget {
+                end: Instant::now() + std::time::Duration::from_nanos(ns as u64),
+            }
+        }
+
+        #[inline]
+        pub(crate) fn spent(&self) -> bool {
+            #[cfg(target_arch = "x86_64")]
+            return ticks() >= self.end;
+            #[cfg(not(target_arch = "x86_64"))]
+            return Instant::now() >= self.end;
+        }
+    }
+
+    const UNKNOWN: u8 = 0;
+    const ONE: u8 = 1;
+    const MANY: u8 = 2;
+    static CPUS: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+    /// Whether this process may run on more than one CPU. Read once (it follows
+    /// `sched_setaffinity` and cgroup limits at that moment, so `taskset -c 0` is seen).
+    #[inline]
+    pub(crate) fn worth_spinning() -> bool {
+        match CPUS.load(Relaxed) {
+            UNKNOWN => {
+                let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let v = if n > 1 { MANY } else { ONE };
+                CPUS.store(v, Relaxed);
+                v == MANY
+            }
+            v => v == MANY,
+        }
+    }
+}
+
+/// Under loom time does not pass and every spin is a scheduling point: a budget of two
+/// iterations exercises both the "caught it while spinning" and the "gave up" paths.
+#[cfg(loom)]
+mod imp {
+    pub(crate) struct Budget(std::cell::Cell<u32>);
+
+    impl Budget {
+        pub(crate) fn start(ns: u32) -> Budget {
+            Budget(std::cell::Cell::new(if ns == 0 { 0 } else { 2 }))
+        }
+
+        pub(crate) fn spent(&self) -> bool {
+            let left = self.0.get();
+            self.0.set(left.saturating_sub(1));
+            left == 0
+        }
+    }
+
+    pub(crate) fn worth_spinning() -> bool {
+        true
+    }
+}
+
+pub(crate) use imp::*;

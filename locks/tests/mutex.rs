@@ -1,0 +1,281 @@
+//! Mutual exclusion and API semantics of every backend, oversubscribed on purpose.
+
+use locks::lock_api::RawMutex;
+use locks::{Adaptive, Backend, Mutex, SemLock, SpinYield, Strategy, Visit, Waiter};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A counter that is not atomic: only the lock keeps the read-modify-write whole.
+fn hammer<R: RawMutex + Send + Sync + 'static>(m: Arc<Mutex<R, u64>>, threads: usize) {
+    const ITERS: u64 = 20_000;
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let m = m.clone();
+            thread::spawn(move || {
+                for _ in 0..ITERS {
+                    let mut g = m.lock();
+                    // Split read and write so a missing exclusion shows up as lost updates.
+                    let v = *g;
+                    std::hint::black_box(&v);
+                    *g = v + 1;
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(
+        *m.lock(),
+        ITERS * threads as u64,
+        "lost updates with {threads} threads"
+    );
+}
+
+struct Exclusion(usize);
+impl Visit for Exclusion {
+    type Output = ();
+    fn visit<S: Strategy>(self, params: S::Params) {
+        // Through the strategy itself (the path `chan` uses), with the parsed parameters.
+        let lock = Arc::new((S::with_params(params), std::cell::UnsafeCell::new(0u64)));
+        struct Shared<S>(Arc<(S, std::cell::UnsafeCell<u64>)>);
+        // SAFETY (test): the cell is only touched while holding the lock.
+        unsafe impl<S: Sync> Send for Shared<S> {}
+        let handles: Vec<_> = (0..self.0)
+            .map(|_| {
+                let s = Shared(lock.clone());
+                thread::spawn(move || {
+                    let s = s;
+                    for _ in 0..10_000 {
+                        s.0 .0.lock();
+                        // SAFETY: we hold the lock.
+                        unsafe { *s.0 .1.get() += 1 };
+                        unsafe { s.0 .0.unlock() };
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        // SAFETY: all threads joined.
+        assert_eq!(unsafe { *lock.1.get() }, 10_000 * self.0 as u64);
+    }
+}
+
+#[test]
+fn mutual_exclusion_every_backend_oversubscribed() {
+    for threads in [2, 4, 8, 16] {
+        hammer(Arc::new(Mutex::<SpinYield, u64>::new(0)), threads);
+        hammer(Arc::new(Mutex::<SemLock, u64>::new(0)), threads);
+        hammer(Arc::new(Mutex::<Adaptive, u64>::new(0)), threads);
+        for b in Backend::ALL {
+            b.visit(Exclusion(threads));
+        }
+    }
+}
+
+#[test]
+fn mutual_exclusion_with_unusual_parameters() {
+    for name in [
+        "adaptive:spin_ns=0",
+        "adaptive:spin_ns=100000",
+        "spin:yields=0:sleep_us=1",
+    ] {
+        let b: Backend = name.parse().unwrap();
+        b.visit(Exclusion(8));
+        hammer(Arc::new(b.mutex(0u64)), 4);
+    }
+}
+
+fn guard_semantics<R: RawMutex>() {
+    let m = Mutex::<R, Vec<i32>>::new(vec![1]);
+    assert!(!m.is_locked());
+    {
+        let mut g = m.lock();
+        assert!(m.is_locked());
+        assert!(m.try_lock().is_none(), "try_lock must fail while held");
+        g.push(2);
+    }
+    assert!(!m.is_locked());
+    let g = m.try_lock().expect("free lock");
+    assert_eq!(*g, [1, 2]);
+    drop(g);
+    let mut m = m;
+    m.get_mut().push(3);
+    assert_eq!(m.into_inner(), [1, 2, 3]);
+}
+
+#[test]
+fn try_lock_is_locked_and_guards() {
+    guard_semantics::<SpinYield>();
+    guard_semantics::<SemLock>();
+    guard_semantics::<Adaptive>();
+    guard_semantics::<locks::DynLock>();
+}
+
+#[test]
+fn lock_held_across_threads_blocks_try_lock() {
+    for b in Backend::ALL {
+        let m = Arc::new(b.mutex(()));
+        let g = m.lock();
+        let m2 = m.clone();
+        assert!(thread::spawn(move || m2.try_lock().is_none())
+            .join()
+            .unwrap());
+        drop(g);
+        let m2 = m.clone();
+        assert!(thread::spawn(move || m2.try_lock().is_some())
+            .join()
+            .unwrap());
+    }
+}
+
+#[test]
+fn semlock_unlock_fair() {
+    use locks::lock_api::MutexGuard;
+    let m = Arc::new(Mutex::<SemLock, u32>::new(0));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let m = m.clone();
+            thread::spawn(move || {
+                for _ in 0..2000 {
+                    let mut g = m.lock();
+                    *g += 1;
+                    MutexGuard::unlock_fair(g);
+                }
+            })
+        })
+        .collect();
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(*m.lock(), 8000);
+}
+
+#[test]
+fn backend_names_round_trip_and_errors() {
+    for b in Backend::ALL {
+        assert_eq!(b.to_string().parse::<Backend>().unwrap(), b);
+        assert_eq!(b.to_string(), b.name());
+    }
+    let b: Backend = "spin:yields=5:sleep_us=20".parse().unwrap();
+    assert_eq!(b.to_string(), "spin:yields=5:sleep_us=20");
+    assert_eq!(b.to_string().parse::<Backend>().unwrap(), b);
+    let err = |s: &str| s.parse::<Backend>().unwrap_err().to_string();
+    assert_eq!(
+        err("futex"),
+        "unknown lock backend `futex` (valid: spin, sem, adaptive)"
+    );
+    assert!(err("adaptive:spin=3").contains("unknown parameter `spin`"));
+    assert!(err("adaptive:spin_ns").contains("expected key=value"));
+    assert!(err("adaptive:spin_ns=-1").contains("wants an integer"));
+    assert!(err("sem:x=1").contains("takes none"));
+    assert_eq!(Backend::parse_list("all").unwrap(), Backend::ALL);
+    assert_eq!(
+        Backend::parse_list("sem,adaptive:spin_ns=0").unwrap().len(),
+        2
+    );
+    assert!(Backend::parse_list("sem,,spin").is_err());
+}
+
+#[test]
+fn semaphore_counts_permits() {
+    let s = Arc::new(locks::Semaphore::new(2));
+    assert!(s.try_acquire() && s.try_acquire() && !s.try_acquire());
+    let s2 = s.clone();
+    let t = thread::spawn(move || {
+        s2.acquire();
+        s2.acquire();
+    });
+    s.release();
+    s.release();
+    t.join().unwrap();
+    assert_eq!(s.permits(), 0);
+    assert!(!s.acquire_until(Instant::now() + Duration::from_millis(5)));
+    s.release();
+    assert!(s.acquire_until(Instant::now() + Duration::from_secs(5)));
+}
+
+#[test]
+fn semaphore_many_producers_many_consumers() {
+    // Every permit released is acquired exactly once: the consumers finish.
+    let s = Arc::new(locks::Semaphore::new(0));
+    let consumers: Vec<_> = (0..4)
+        .map(|_| {
+            let s = s.clone();
+            thread::spawn(move || (0..5000).for_each(|_| s.acquire()))
+        })
+        .collect();
+    let producers: Vec<_> = (0..4)
+        .map(|_| {
+            let s = s.clone();
+            thread::spawn(move || (0..5000).for_each(|_| s.release()))
+        })
+        .collect();
+    producers
+        .into_iter()
+        .chain(consumers)
+        .for_each(|h| h.join().unwrap());
+    assert_eq!(s.permits(), 0);
+}
+
+struct Waiters;
+impl Visit for Waiters {
+    type Output = ();
+    fn visit<S: Strategy>(self, params: S::Params) {
+        let lock = S::with_params(params);
+        // Signalled before anyone waits.
+        let w = lock.waiter();
+        assert!(!w.is_signalled());
+        // SAFETY: `w` is live and signalled once.
+        unsafe { S::Waiter::signal(&w) };
+        w.wait();
+        assert!(w.is_signalled());
+        assert!(w.wait_until(Instant::now()));
+
+        // Timing out, then being signalled after all.
+        let w = lock.waiter();
+        assert!(!w.wait_until(Instant::now() + Duration::from_millis(2)));
+        unsafe { S::Waiter::signal(&w) };
+        w.wait();
+
+        // Signalled from another thread, many times over, with the waiter dying right after.
+        for _ in 0..2000 {
+            let w = lock.waiter();
+            let addr = &w as *const S::Waiter as usize;
+            let t = thread::spawn(move || {
+                // SAFETY: the main thread does not free `w` before `wait` returns, which it
+                // cannot do before this signal.
+                unsafe { S::Waiter::signal(addr as *const S::Waiter) }
+            });
+            w.wait();
+            t.join().unwrap();
+        }
+    }
+}
+
+#[test]
+fn waiters_of_every_backend() {
+    for b in Backend::ALL {
+        b.visit(Waiters);
+    }
+    "adaptive:spin_ns=0"
+        .parse::<Backend>()
+        .unwrap()
+        .visit(Waiters);
+}
+
+#[test]
+fn stats_are_zero_cost_or_counting() {
+    let before = locks::stats::snapshot();
+    let m = Mutex::<Adaptive, _>::new(0);
+    for _ in 0..10 {
+        *m.lock() += 1;
+    }
+    let d = locks::stats::snapshot().since(&before);
+    if locks::stats::ENABLED {
+        assert!(d.acquisitions >= 10);
+    } else {
+        assert_eq!(d, Default::default());
+    }
+}
