@@ -1,1 +1,56 @@
-//! Plan 9 channels over a pluggable lock strategy (in progress).
+//! Plan 9 channels whose lock strategy is a type parameter.
+//!
+//! [`Chan<T, L>`](Chan) is `libthread`'s channel: many senders, many receivers, a buffer of
+//! `nbuf` values or none (rendezvous), [`Alt`] to wait on several operations, and 9front's
+//! close. `L` is a [`locks::Strategy`]: it is the lock that guards each channel *and* the way
+//! a blocked sender or receiver waits, so `Chan<T, locks::SpinYield>` behaves like Plan 9 before
+//! 2013, `Chan<T, locks::SemLock>` like Plan 9 after, and `Chan<T, locks::Adaptive>` (the
+//! default) spins briefly before sleeping.
+//!
+//! ```
+//! use chan::Chan;
+//! use locks::SemLock;
+//!
+//! let c: Chan<String, SemLock> = Chan::new(4);
+//! let producer = {
+//!     let c = c.clone();
+//!     std::thread::spawn(move || {
+//!         for i in 0..10 {
+//!             c.send(i.to_string()).unwrap();
+//!         }
+//!         c.close();
+//!     })
+//! };
+//! let got: Vec<String> = c.iter().collect();
+//! assert_eq!(got.len(), 10);
+//! producer.join().unwrap();
+//! ```
+//!
+//! How it works, in brief (see the module sources for the details):
+//! - a per-channel lock of type `L` guards the buffer and FIFO queues of blocked senders and
+//!   receivers (or, with [`Chan::with_global_lock`], one lock shared by all channels, as in
+//!   Plan 9);
+//! - a blocked operation queues a node that lives on its own stack, so plain `send`/`recv`
+//!   allocate nothing;
+//! - hand-off is direct: a sender that finds a waiting receiver moves the value into the
+//!   receiver's node; a receiver that empties a slot of a full buffer moves the first waiting
+//!   sender's value into it; wake-ups happen after the lock is released;
+//! - `nbsend`/`nbrecv` fail without the lock when a published summary shows they must.
+#![warn(missing_docs)]
+
+mod alt;
+mod chan;
+mod error;
+#[cfg(not(loom))]
+mod global;
+mod iter;
+mod sync;
+mod waitq;
+
+pub use crate::alt::{Alt, Fired};
+pub use crate::chan::Chan;
+pub use crate::error::{
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
+pub use crate::iter::{IntoIter, Iter, TryIter};
+pub use locks;

@@ -1,0 +1,516 @@
+//! The channel: a buffer and two queues of blocked parties behind one lock of type `L`.
+
+use crate::error::*;
+use crate::sync::{AtomicU64, Ordering::*};
+use crate::waitq::{Context, Node, WaitQueue};
+use locks::{Adaptive, Strategy};
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A Plan 9 channel: a cloneable handle through which any thread may send and receive.
+///
+/// `Chan::new(0)` is a rendezvous channel (a send completes only when a receiver has taken
+/// the value); `Chan::new(n)` buffers up to `n` values. The lock strategy `L` guards the buffer
+/// and the queues of blocked senders and receivers, and blocked parties wait with `L`'s
+/// [`Waiter`](locks::Waiter), so `L` decides the channel's whole blocking behaviour.
+///
+/// ```
+/// use chan::Chan;
+/// let c: Chan<u64> = Chan::new(0);
+/// let tx = c.clone();
+/// let t = std::thread::spawn(move || tx.send(42).unwrap());
+/// assert_eq!(c.recv(), Ok(42));
+/// t.join().unwrap();
+/// c.close();
+/// assert!(c.recv().is_err());
+/// ```
+pub struct Chan<T, L: Strategy = Adaptive> {
+    pub(crate) shared: Arc<Shared<T, L>>,
+}
+
+/// What a lock-free reader may know, published at every unlock.
+const LEN: u64 = u32::MAX as u64;
+const SENDERS: u64 = 1 << 32;
+const RECEIVERS: u64 = 1 << 33;
+const CLOSED: u64 = 1 << 34;
+
+pub(crate) struct Shared<T, L: Strategy> {
+    lock: LockRef<L>,
+    state: UnsafeCell<State<T, L::Waiter>>,
+    /// `buf.len()` plus the `SENDERS`, `RECEIVERS` and `CLOSED` flags, as of the last unlock:
+    /// lets `nbsend`/`nbrecv` fail and `len`/`is_closed` answer without taking the lock.
+    summary: AtomicU64,
+    cap: usize,
+}
+
+// SAFETY: `state` is only touched while holding `lock`; the raw node pointers in it belong to
+// blocked threads that keep the nodes alive while they are linked. Values of `T` move between
+// threads, hence `T: Send`.
+unsafe impl<T: Send, L: Strategy> Send for Shared<T, L> {}
+// SAFETY: as above: all shared mutable state sits behind the lock.
+unsafe impl<T: Send, L: Strategy> Sync for Shared<T, L> {}
+
+/// A channel's own lock, or one shared by many channels (Plan 9's single `chanlock`).
+pub(crate) enum LockRef<L: 'static> {
+    Own(L),
+    Shared(&'static L),
+}
+
+impl<L> LockRef<L> {
+    #[inline]
+    pub(crate) fn get(&self) -> &L {
+        match self {
+            LockRef::Own(l) => l,
+            LockRef::Shared(l) => l,
+        }
+    }
+}
+
+pub(crate) struct State<T, W> {
+    buf: VecDeque<T>,
+    cap: usize,
+    pub(crate) sendq: WaitQueue<T, W>,
+    pub(crate) recvq: WaitQueue<T, W>,
+    pub(crate) closed: bool,
+}
+
+/// A claimed waiter to signal once the lock is released.
+pub(crate) type Wake<W> = Option<*const Context<W>>;
+
+pub(crate) fn wake<W: locks::Waiter>(w: Wake<W>) {
+    if let Some(ctx) = w {
+        // SAFETY: claimed under the lock, which the caller has released.
+        unsafe { Context::signal(ctx) }
+    }
+}
+
+impl<T, W: locks::Waiter> State<T, W> {
+    /// Completes a send now if it can: straight into a waiting receiver, else into the buffer.
+    pub(crate) fn try_send(&mut self, v: T) -> Result<Wake<W>, T> {
+        if let Some(r) = self.recvq.claim(false) {
+            // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
+            unsafe { r.put(v) };
+            return Ok(Some(WaitQueue::ctx_of(r)));
+        }
+        if self.buf.len() < self.cap {
+            self.buf.push_back(v);
+            return Ok(None);
+        }
+        Err(v)
+    }
+
+    /// Completes a receive now if it can: from the buffer (refilling it from the first waiting
+    /// sender, as Plan 9 does), else straight from a waiting sender.
+    pub(crate) fn try_recv(&mut self) -> Option<(T, Wake<W>)> {
+        let head = self.buf.pop_front();
+        let sender = self.sendq.claim(false);
+        let taken = sender.map(|s| {
+            // SAFETY: we claimed `s` under the lock, so its slot is ours.
+            let v = unsafe { s.take() }.expect("a queued sender holds its value");
+            (v, WaitQueue::ctx_of(s))
+        });
+        match (head, taken) {
+            (Some(v), None) => Some((v, None)),
+            (Some(v), Some((sv, ctx))) => {
+                self.buf.push_back(sv);
+                Some((v, Some(ctx)))
+            }
+            (None, Some((sv, ctx))) => Some((sv, Some(ctx))),
+            (None, None) => None,
+        }
+    }
+
+    /// Whether a send could complete now (for alt's poll).
+    pub(crate) fn can_send(&mut self) -> bool {
+        self.buf.len() < self.cap || self.recvq.has_waiting()
+    }
+
+    /// Whether a receive could complete now (for alt's poll).
+    pub(crate) fn can_recv(&mut self) -> bool {
+        !self.buf.is_empty() || self.sendq.has_waiting()
+    }
+
+    fn summary(&self) -> u64 {
+        let mut s = self.buf.len() as u64;
+        if !self.sendq.is_empty() {
+            s |= SENDERS;
+        }
+        if !self.recvq.is_empty() {
+            s |= RECEIVERS;
+        }
+        if self.closed {
+            s |= CLOSED;
+        }
+        s
+    }
+}
+
+/// The channel's state, locked; unlocks (publishing the summary first) when dropped.
+pub(crate) struct Locked<'a, T, L: Strategy> {
+    shared: &'a Shared<T, L>,
+}
+
+impl<T, L: Strategy> Shared<T, L> {
+    #[inline]
+    pub(crate) fn lock(&self) -> Locked<'_, T, L> {
+        self.lock.get().lock();
+        Locked { shared: self }
+    }
+
+    /// The lock, for alt to order and take several channels' locks itself.
+    pub(crate) fn raw_lock(&self) -> &L {
+        self.lock.get()
+    }
+
+    /// The state of a channel whose lock the caller already holds (alt).
+    ///
+    /// # Safety
+    /// The caller must hold `raw_lock()` and have no other reference to the state.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn state_locked(&self) -> &mut State<T, L::Waiter> {
+        // SAFETY: per the contract, the lock gives exclusive access.
+        unsafe { &mut *self.state.get() }
+    }
+
+    /// Publishes the summary; call before releasing a lock taken through `raw_lock`.
+    pub(crate) fn publish(&self, st: &State<T, L::Waiter>) {
+        self.summary.store(st.summary(), Release);
+    }
+
+    #[inline]
+    fn summary(&self) -> u64 {
+        self.summary.load(Acquire)
+    }
+}
+
+impl<T, L: Strategy> Deref for Locked<'_, T, L> {
+    type Target = State<T, L::Waiter>;
+    fn deref(&self) -> &Self::Target {
+        // SAFETY: we hold the lock.
+        unsafe { &*self.shared.state.get() }
+    }
+}
+
+impl<T, L: Strategy> DerefMut for Locked<'_, T, L> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        // SAFETY: we hold the lock, and `&mut self` makes this the only reference.
+        unsafe { &mut *self.shared.state.get() }
+    }
+}
+
+impl<T, L: Strategy> Drop for Locked<'_, T, L> {
+    #[inline]
+    fn drop(&mut self) {
+        self.shared.publish(self);
+        // SAFETY: a `Locked` exists only while its thread holds the lock.
+        unsafe { self.shared.lock.get().unlock() }
+    }
+}
+
+/// How long an operation may wait.
+#[derive(Clone, Copy, PartialEq)]
+enum Wait {
+    Never,
+    Until(Option<Instant>),
+}
+
+enum Fail<T> {
+    Full(T),
+    Closed(T),
+    Timeout(T),
+}
+
+impl<T, L: Strategy> Chan<T, L> {
+    /// A channel buffering `nbuf` values (0: rendezvous), with a lock of its own made with
+    /// default parameters; Plan 9's `chancreate`.
+    ///
+    /// # Panics
+    /// If `nbuf` exceeds `u32::MAX`.
+    pub fn new(nbuf: usize) -> Self {
+        Self::with_params(nbuf, Default::default())
+    }
+
+    /// A channel whose own lock is made with `params`.
+    pub fn with_params(nbuf: usize, params: L::Params) -> Self {
+        Self::with_lock(nbuf, LockRef::Own(L::with_params(params)))
+    }
+
+    /// A channel guarded by the process-wide lock of strategy `L` with `params`, shared with
+    /// every other channel made this way: Plan 9's arrangement, one `chanlock` for all.
+    ///
+    /// ```
+    /// let a = chan::Chan::<u8, locks::SemLock>::with_global_lock(1, locks::NoParams);
+    /// let b = chan::Chan::<u8, locks::SemLock>::with_global_lock(1, locks::NoParams);
+    /// a.send(1).unwrap();
+    /// b.send(2).unwrap();
+    /// assert_eq!((a.recv(), b.recv()), (Ok(1), Ok(2)));
+    /// ```
+    #[cfg(not(loom))]
+    pub fn with_global_lock(nbuf: usize, params: L::Params) -> Self {
+        Self::with_lock(nbuf, LockRef::Shared(crate::global::lock::<L>(params)))
+    }
+
+    fn with_lock(nbuf: usize, lock: LockRef<L>) -> Self {
+        assert!(
+            nbuf as u64 <= LEN,
+            "channel capacity {nbuf} exceeds u32::MAX"
+        );
+        Chan {
+            shared: Arc::new(Shared {
+                lock,
+                state: UnsafeCell::new(State {
+                    // Reserve up front (bounded, so that a huge capacity costs nothing until
+                    // used): a send should not allocate while holding the lock.
+                    buf: VecDeque::with_capacity(nbuf.min(1024)),
+                    cap: nbuf,
+                    sendq: WaitQueue::new(),
+                    recvq: WaitQueue::new(),
+                    closed: false,
+                }),
+                summary: AtomicU64::new(0),
+                cap: nbuf,
+            }),
+        }
+    }
+
+    /// Sends `v`, waiting while the channel is full (rendezvous: until a receiver takes it).
+    /// Gives `v` back if the channel is or becomes closed.
+    pub fn send(&self, v: T) -> Result<(), SendError<T>> {
+        self.send_impl(v, Wait::Until(None)).map_err(|f| match f {
+            Fail::Closed(v) | Fail::Full(v) | Fail::Timeout(v) => SendError(v),
+        })
+    }
+
+    /// Sends `v` only if that can be done without waiting. On a rendezvous channel that means
+    /// a receiver is already waiting.
+    pub fn nbsend(&self, v: T) -> Result<(), TrySendError<T>> {
+        self.send_impl(v, Wait::Never).map_err(|f| match f {
+            Fail::Full(v) | Fail::Timeout(v) => TrySendError::Full(v),
+            Fail::Closed(v) => TrySendError::Closed(v),
+        })
+    }
+
+    /// [`send`](Self::send), giving up after `timeout`.
+    pub fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        self.send_deadline(v, deadline(timeout))
+    }
+
+    /// [`send`](Self::send), giving up at `deadline`.
+    pub fn send_deadline(&self, v: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
+        self.send_impl(v, Wait::Until(Some(deadline)))
+            .map_err(|f| match f {
+                Fail::Full(v) | Fail::Timeout(v) => SendTimeoutError::Timeout(v),
+                Fail::Closed(v) => SendTimeoutError::Closed(v),
+            })
+    }
+
+    /// Receives a value, waiting while the channel is empty; fails once it is closed and
+    /// drained.
+    pub fn recv(&self) -> Result<T, RecvError> {
+        self.recv_impl(Wait::Until(None)).map_err(|_| RecvError)
+    }
+
+    /// Receives a value only if one is there without waiting. On a rendezvous channel that
+    /// means a sender is already waiting.
+    pub fn nbrecv(&self) -> Result<T, TryRecvError> {
+        self.recv_impl(Wait::Never).map_err(|f| match f {
+            RecvFail::Empty => TryRecvError::Empty,
+            RecvFail::Closed => TryRecvError::Closed,
+        })
+    }
+
+    /// [`recv`](Self::recv), giving up after `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        self.recv_deadline(deadline(timeout))
+    }
+
+    /// [`recv`](Self::recv), giving up at `deadline`.
+    pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
+        self.recv_impl(Wait::Until(Some(deadline)))
+            .map_err(|f| match f {
+                RecvFail::Empty => RecvTimeoutError::Timeout,
+                RecvFail::Closed => RecvTimeoutError::Closed,
+            })
+    }
+
+    fn send_impl(&self, v: T, wait: Wait) -> Result<(), Fail<T>> {
+        let sh = &*self.shared;
+        if wait == Wait::Never {
+            let s = sh.summary();
+            if s & (CLOSED | RECEIVERS) == 0 && (s & LEN) as usize >= sh.cap {
+                return Err(Fail::Full(v));
+            }
+        }
+        let mut st = sh.lock();
+        if st.closed {
+            return Err(Fail::Closed(v));
+        }
+        let v = match st.try_send(v) {
+            Ok(w) => {
+                drop(st);
+                wake(w);
+                return Ok(());
+            }
+            Err(v) => v,
+        };
+        let Wait::Until(deadline) = wait else {
+            return Err(Fail::Full(v));
+        };
+        let ctx = Context::new(sh.lock.get().waiter());
+        let node = Node::new(Some(v));
+        node.bind(&ctx, 1);
+        // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below.
+        unsafe { st.sendq.push(&node) };
+        drop(st);
+        if !ctx.block(deadline) {
+            sh.lock().sendq.remove(&node);
+            // SAFETY: unlinked and cancelled: the node is ours alone again.
+            let v = unsafe { node.take() }.expect("an unsent value");
+            return Err(Fail::Timeout(v));
+        }
+        // SAFETY: claimed and signalled, so unlinked and ours again. A receiver empties the
+        // slot; `close` leaves the value in it.
+        match unsafe { node.take() } {
+            None => Ok(()),
+            Some(v) => Err(Fail::Closed(v)),
+        }
+    }
+
+    fn recv_impl(&self, wait: Wait) -> Result<T, RecvFail> {
+        let sh = &*self.shared;
+        if wait == Wait::Never {
+            let s = sh.summary();
+            if s & (LEN | SENDERS | CLOSED) == 0 {
+                return Err(RecvFail::Empty);
+            }
+        }
+        let mut st = sh.lock();
+        if let Some((v, w)) = st.try_recv() {
+            drop(st);
+            wake(w);
+            return Ok(v);
+        }
+        if st.closed {
+            return Err(RecvFail::Closed);
+        }
+        let Wait::Until(deadline) = wait else {
+            return Err(RecvFail::Empty);
+        };
+        let ctx = Context::new(sh.lock.get().waiter());
+        let node = Node::new(None);
+        node.bind(&ctx, 1);
+        // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below.
+        unsafe { st.recvq.push(&node) };
+        drop(st);
+        if !ctx.block(deadline) {
+            sh.lock().recvq.remove(&node);
+            return Err(RecvFail::Empty);
+        }
+        // SAFETY: claimed and signalled, so unlinked and ours again. A sender fills the
+        // slot; `close` leaves it empty.
+        unsafe { node.take() }.ok_or(RecvFail::Closed)
+    }
+
+    /// Closes the channel: later sends fail, receives drain what is buffered and then fail,
+    /// and every blocked sender, receiver and alt is woken. False if it was already closed.
+    pub fn close(&self) -> bool {
+        let mut st = self.shared.lock();
+        if st.closed {
+            return false;
+        }
+        st.closed = true;
+        let mut woken = Vec::new();
+        while let Some(n) = st.recvq.claim(true) {
+            woken.push(WaitQueue::ctx_of(n));
+        }
+        while let Some(n) = st.sendq.claim(true) {
+            woken.push(WaitQueue::ctx_of(n));
+        }
+        drop(st);
+        woken.into_iter().for_each(|c| wake(Some(c)));
+        true
+    }
+
+    /// `None` while open; once closed, how many values are still buffered (9front's
+    /// `chanclosing`).
+    pub fn closing(&self) -> Option<usize> {
+        let s = self.shared.summary();
+        (s & CLOSED != 0).then_some((s & LEN) as usize)
+    }
+
+    /// Whether [`close`](Self::close) has been called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.summary() & CLOSED != 0
+    }
+
+    /// How many values are buffered.
+    pub fn len(&self) -> usize {
+        (self.shared.summary() & LEN) as usize
+    }
+
+    /// Whether nothing is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the buffer is full (always true for a rendezvous channel).
+    pub fn is_full(&self) -> bool {
+        self.len() >= self.shared.cap
+    }
+
+    /// How many values the channel buffers.
+    pub fn capacity(&self) -> usize {
+        self.shared.cap
+    }
+
+    /// Whether two handles refer to the same channel.
+    pub fn same_channel(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// A blocking iterator over received values, ending when the channel is closed and
+    /// drained.
+    pub fn iter(&self) -> crate::Iter<'_, T, L> {
+        crate::Iter { chan: self }
+    }
+
+    /// An iterator over the values that can be received without waiting.
+    pub fn try_iter(&self) -> crate::TryIter<'_, T, L> {
+        crate::TryIter { chan: self }
+    }
+}
+
+enum RecvFail {
+    Empty,
+    Closed,
+}
+
+fn deadline(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    // A timeout too large to represent means "never": a century will do.
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+impl<T, L: Strategy> Clone for Chan<T, L> {
+    fn clone(&self) -> Self {
+        Chan {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<T, L: Strategy> fmt::Debug for Chan<T, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Chan")
+            .field("lock", &L::NAME)
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}

@@ -1,0 +1,46 @@
+//! Helpers shared by the channel tests.
+#![allow(dead_code)]
+
+use locks::{Backend, Strategy, Visit};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+
+/// A value that counts its drops, to show nothing is leaked or dropped twice.
+#[derive(Debug)]
+pub struct Tracked {
+    pub id: u64,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Tracked {
+    pub fn new(id: u64, drops: &Arc<AtomicUsize>) -> Self {
+        Tracked {
+            id,
+            drops: drops.clone(),
+        }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+    }
+}
+
+/// Every backend, plus the variants whose waiting differs most.
+pub fn backends() -> Vec<Backend> {
+    let mut v = Backend::ALL.to_vec();
+    v.push("adaptive:spin_ns=0".parse().unwrap());
+    v
+}
+
+/// Runs `V` with every backend.
+pub fn for_each_backend<V: Visit<Output = ()> + Clone>(v: V) {
+    for b in backends() {
+        b.visit(v.clone());
+    }
+}
+
+pub fn name<S: Strategy>(params: S::Params) -> String {
+    format!("{}{}", S::NAME, params)
+}
