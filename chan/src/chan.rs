@@ -55,6 +55,7 @@ unsafe impl<T: Send, L: Strategy> Send for Shared<T, L> {}
 unsafe impl<T: Send, L: Strategy> Sync for Shared<T, L> {}
 
 /// A channel's own lock, or one shared by many channels (Plan 9's single `chanlock`).
+#[cfg_attr(loom, allow(dead_code))] // loom builds have no global lock
 pub(crate) enum LockRef<L: 'static> {
     Own(L),
     Shared(&'static L),

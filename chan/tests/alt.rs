@@ -1,0 +1,293 @@
+//! `alt`: fairness, bias, non-blocking and timed forms, mixed types, losing send arms.
+
+mod common;
+
+use chan::{Alt, Chan, Fired};
+use locks::{Strategy, Visit};
+use std::thread;
+use std::time::Duration;
+
+#[derive(Clone)]
+struct All;
+
+impl Visit for All {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        fair_among_ready::<S>(p);
+        biased_takes_the_first::<S>(p);
+        nonblocking_and_timeout::<S>(p);
+        mixed_types_and_blocking::<S>(p);
+        losing_send_arms_keep_values::<S>(p);
+        closed_reported_last::<S>(p);
+        alts_against_alts_exactly_once::<S>(p);
+    }
+}
+
+#[test]
+fn alt_with_every_backend() {
+    common::for_each_backend(All);
+}
+
+fn fair_among_ready<S: Strategy>(p: S::Params) {
+    const TRIALS: usize = 20_000;
+    let chans: Vec<Chan<usize, S>> = (0..4).map(|_| Chan::with_params(1, p)).collect();
+    for (i, c) in chans.iter().enumerate() {
+        c.send(i).unwrap();
+    }
+    let mut counts = [0usize; 4];
+    for _ in 0..TRIALS {
+        let mut got = [None; 4];
+        let mut alt = Alt::new();
+        for (c, g) in chans.iter().zip(got.iter_mut()) {
+            alt.recv(c, g);
+        }
+        let f = alt.wait();
+        drop(alt);
+        assert!(!f.closed);
+        assert_eq!(got[f.index], Some(f.index));
+        counts[f.index] += 1;
+        chans[f.index].send(f.index).unwrap(); // every arm ready again
+    }
+    // Uniform would be 25 %; 15-35 % is more than 20 standard deviations away from flaking.
+    for (i, n) in counts.iter().enumerate() {
+        let share = *n as f64 / TRIALS as f64;
+        assert!(
+            (0.15..=0.35).contains(&share),
+            "arm {i} chosen {share:.3} of the time"
+        );
+    }
+}
+
+fn biased_takes_the_first<S: Strategy>(p: S::Params) {
+    let a = Chan::<u8, S>::with_params(1, p);
+    let b = Chan::<u8, S>::with_params(1, p);
+    b.send(2).unwrap();
+    for _ in 0..100 {
+        a.send(1).unwrap();
+        let (mut x, mut y) = (None, None);
+        let mut alt = Alt::new().biased();
+        alt.recv(&a, &mut x);
+        alt.recv(&b, &mut y);
+        assert_eq!(
+            alt.wait(),
+            Fired {
+                index: 0,
+                closed: false
+            }
+        );
+        drop(alt);
+        assert_eq!((x, y), (Some(1), None));
+    }
+}
+
+fn nonblocking_and_timeout<S: Strategy>(p: S::Params) {
+    let a = Chan::<u8, S>::with_params(0, p);
+    let b = Chan::<u8, S>::with_params(1, p);
+    b.send(0).unwrap(); // b is full: a send arm on it cannot proceed
+    let (mut x, mut out) = (None, Some(5));
+    let mut alt = Alt::new();
+    alt.recv(&a, &mut x);
+    alt.send(&b, &mut out);
+    assert_eq!(alt.try_wait(), None, "nothing is ready");
+    assert_eq!(alt.wait_timeout(Duration::from_millis(2)), None);
+    drop(alt);
+    assert_eq!(
+        (x, out),
+        (None, Some(5)),
+        "a timed-out alt keeps its values"
+    );
+    assert_eq!(
+        a.nbsend(1),
+        Err(chan::TrySendError::Full(1)),
+        "the alt left no waiter"
+    );
+    assert_eq!(b.recv(), Ok(0));
+
+    // Ready now: the non-blocking form fires it.
+    let mut out = Some(6);
+    let mut alt = Alt::new();
+    let i = alt.send(&b, &mut out);
+    assert_eq!(
+        alt.try_wait(),
+        Some(Fired {
+            index: i,
+            closed: false
+        })
+    );
+    drop(alt);
+    assert_eq!((out, b.recv()), (None, Ok(6)));
+
+    // A disabled send arm (no value) never fires; an empty alt only times out.
+    let mut none: Option<u8> = None;
+    let mut alt = Alt::new();
+    alt.send(&b, &mut none);
+    assert_eq!(alt.try_wait(), None);
+    let mut empty = Alt::<S>::new();
+    assert!(empty.is_empty());
+    assert_eq!(empty.wait_timeout(Duration::from_micros(1)), None);
+}
+
+fn mixed_types_and_blocking<S: Strategy>(p: S::Params) {
+    let nums = Chan::<u64, S>::with_params(0, p);
+    let words = Chan::<String, S>::with_params(0, p);
+    let vecs = Chan::<Vec<u8>, S>::with_params(0, p);
+    for round in 0..300u64 {
+        let peer = {
+            let (nums, words, vecs) = (nums.clone(), words.clone(), vecs.clone());
+            thread::spawn(move || match round % 3 {
+                0 => nums.send(round).is_ok().then_some(0),
+                1 => words.send(round.to_string()).is_ok().then_some(1),
+                _ => vecs.recv().ok().map(|v| v.len()),
+            })
+        };
+        let (mut n, mut w, mut v) = (None, None, Some(vec![0u8; 3]));
+        let mut alt = Alt::new();
+        alt.recv(&nums, &mut n);
+        alt.recv(&words, &mut w);
+        alt.send(&vecs, &mut v);
+        let f = alt.wait();
+        drop(alt);
+        assert_eq!(f.index as u64, round % 3);
+        match f.index {
+            0 => assert_eq!((n, w.as_deref(), v.is_some()), (Some(round), None, true)),
+            1 => assert_eq!((n, w, v.is_some()), (None, Some(round.to_string()), true)),
+            _ => assert_eq!((n, w.as_deref(), v), (None, None, None)),
+        }
+        let r = peer.join().unwrap().unwrap();
+        if f.index == 2 {
+            assert_eq!(r, 3);
+        }
+    }
+}
+
+fn losing_send_arms_keep_values<S: Strategy>(p: S::Params) {
+    // Two send arms on rendezvous channels and one receiver on one of them: the other arm's
+    // value is neither lost nor sent.
+    let a = Chan::<u32, S>::with_params(0, p);
+    let b = Chan::<u32, S>::with_params(0, p);
+    for round in 0..300u32 {
+        let target = if round % 2 == 0 { a.clone() } else { b.clone() };
+        let receiver = thread::spawn(move || target.recv());
+        let (mut x, mut y) = (Some(round), Some(round + 1_000_000));
+        let mut alt = Alt::new();
+        alt.send(&a, &mut x);
+        alt.send(&b, &mut y);
+        let f = alt.wait();
+        drop(alt);
+        let got = receiver.join().unwrap().unwrap();
+        assert_eq!(f.index as u32, round % 2);
+        if f.index == 0 {
+            assert_eq!((got, x, y), (round, None, Some(round + 1_000_000)));
+        } else {
+            assert_eq!((got, x, y), (round + 1_000_000, Some(round), None));
+        }
+        assert!(
+            a.nbrecv().is_err() && b.nbrecv().is_err(),
+            "nothing else was sent"
+        );
+    }
+}
+
+fn closed_reported_last<S: Strategy>(p: S::Params) {
+    let open = Chan::<u8, S>::with_params(1, p);
+    let closed = Chan::<u8, S>::with_params(1, p);
+    closed.close();
+    open.send(1).unwrap();
+    for _ in 0..50 {
+        let (mut x, mut y) = (None, None);
+        let mut alt = Alt::new();
+        alt.recv(&closed, &mut x);
+        let i = alt.recv(&open, &mut y);
+        let f = alt.wait();
+        drop(alt);
+        assert_eq!(
+            f,
+            Fired {
+                index: i,
+                closed: false
+            },
+            "a ready arm wins over a closed one"
+        );
+        open.send(y.unwrap()).unwrap();
+    }
+    let _ = open.recv();
+    let (mut x, mut out) = (None, Some(3));
+    let mut alt = Alt::new();
+    alt.recv(&open, &mut x);
+    let i = alt.send(&closed, &mut out);
+    assert_eq!(
+        alt.wait(),
+        Fired {
+            index: i,
+            closed: true
+        }
+    );
+    drop(alt);
+    assert_eq!(out, Some(3), "a closed send arm keeps its value");
+}
+
+fn alts_against_alts_exactly_once<S: Strategy>(p: S::Params) {
+    // Two alt senders and two alt receivers over a rendezvous and a buffered channel, plus a
+    // plain receiver: every value arrives exactly once.
+    const PER: u32 = 400;
+    let a = Chan::<u32, S>::with_params(0, p);
+    let b = Chan::<u32, S>::with_params(2, p);
+    let senders: Vec<_> = (0..2u32)
+        .map(|s| {
+            let (a, b) = (a.clone(), b.clone());
+            thread::spawn(move || {
+                for i in 0..PER {
+                    let v = s * PER + i;
+                    let (mut x, mut y) = (Some(v), Some(v));
+                    let mut alt = Alt::new();
+                    alt.send(&a, &mut x);
+                    alt.send(&b, &mut y);
+                    let f = alt.wait();
+                    drop(alt);
+                    // Exactly one of the two copies went out.
+                    assert_eq!(x.is_none() as usize + y.is_none() as usize, 1);
+                    assert_eq!([x, y][f.index], None);
+                }
+            })
+        })
+        .collect();
+    let receivers: Vec<_> = (0..3)
+        .map(|r| {
+            let (a, b) = (a.clone(), b.clone());
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                loop {
+                    if r == 2 {
+                        match a.recv() {
+                            Ok(v) => got.push(v),
+                            Err(_) => return got,
+                        }
+                        continue;
+                    }
+                    let (mut x, mut y) = (None, None);
+                    let mut alt = Alt::new();
+                    alt.recv(&a, &mut x);
+                    alt.recv(&b, &mut y);
+                    let f = alt.wait();
+                    drop(alt);
+                    if f.closed {
+                        // One channel is closed and drained; drain the other plainly.
+                        let other = if f.index == 0 { &b } else { &a };
+                        got.extend(other.iter());
+                        return got;
+                    }
+                    got.extend(x.or(y));
+                }
+            })
+        })
+        .collect();
+    senders.into_iter().for_each(|s| s.join().unwrap());
+    a.close();
+    b.close();
+    let mut all: Vec<u32> = receivers
+        .into_iter()
+        .flat_map(|r| r.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..2 * PER).collect::<Vec<_>>());
+}
