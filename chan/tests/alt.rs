@@ -1,4 +1,5 @@
 //! `alt`: fairness, bias, non-blocking and timed forms, mixed types, losing send arms.
+#![cfg(not(loom))]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Every message arrives exactly once, in order per sender: M senders x K receivers x
 //! O in {0, 1, 2, 10, 100} x every backend, with randomized operation kinds and pauses.
+#![cfg(not(loom))]
 
 mod common;
 

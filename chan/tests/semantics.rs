@@ -1,4 +1,5 @@
 //! Channel semantics, checked with flags and joins, never with sleeps or timing.
+#![cfg(not(loom))]
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! Mutual exclusion and API semantics of every backend, oversubscribed on purpose.
+#![cfg(not(loom))]
 
 use locks::lock_api::RawMutex;
 use locks::{Adaptive, Backend, Mutex, SemLock, SpinYield, Strategy, Visit, Waiter};
