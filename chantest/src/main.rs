@@ -1,4 +1,75 @@
-fn main() {
-    eprintln!("chantest: not built yet");
-    std::process::exit(2)
+//! chantest: erik quanstrom's 2013 Plan 9 channel benchmark, per lock strategy.
+//!
+//! See `chantest --help`. The modules, in the order a run passes through them: [`cli`]
+//! (flags, with [`grid`] for value lists) makes a [`sweep::Plan`]; [`sweep`] runs each cell's
+//! [`workload`], read by the clocks in [`measure`] (optionally pinned by [`affinity`], watched
+//! by [`progress`]); [`results`] keeps the samples (described by [`machine`]) and compares
+//! them using [`verdict`]; [`report`] and [`plot`] print them.
+
+mod affinity;
+mod cli;
+mod error;
+mod grid;
+mod machine;
+mod measure;
+mod plot;
+mod progress;
+mod report;
+mod results;
+mod sweep;
+mod verdict;
+mod workload;
+
+use cli::Mode;
+use error::Error;
+use results::Results;
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("chantest: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn run() -> Result<ExitCode, Error> {
+    let setup = cli::parse()?.setup()?;
+    let measured = sweep::run(&setup.plan)?;
+    let mut results = Results::new(&setup.plan, measured, machine::Machine::describe());
+    match &setup.mode {
+        Mode::Sweep => {}
+        Mode::Baseline(old) => results.against_baseline(old, setup.threshold),
+        Mode::Compare => results.between_backends(setup.threshold),
+    }
+
+    if let Some(out) = setup.save {
+        out.write(&report::json(&results))?;
+    }
+    if let Some(out) = setup.plot {
+        out.write(&plot::svg(&results))?;
+    }
+    let text = if setup.plain {
+        report::plain(&results)
+    } else {
+        report::render(&results, setup.format, setup.threshold)
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        // A reader that went away (`chantest | head`) has what it wanted.
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(error::usage!("cannot write to stdout: {e}"));
+        }
+    }
+    Ok(if results.regressed() {
+        ExitCode::from(error::REGRESSED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -1,0 +1,492 @@
+//! The command line: flags, their parsers, and turning them into a [`Plan`].
+//!
+//! Sweep flags are `Option`s rather than carrying clap defaults so that `--baseline` can tell
+//! a flag the user gave (which must agree with the baseline's cells) from one left out (which
+//! the baseline fills in).
+
+use crate::error::{usage, Error};
+use crate::grid::{Bounds, Grid};
+use crate::report::Format;
+use crate::results::{Key, Results};
+use crate::sweep::Plan;
+use clap::Parser;
+use locks::Backend;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Default O: the seed's `Odflt`.
+pub const DEFAULT_NBUF: u64 = 10;
+/// Default M: the seed's `Mdflt`.
+pub const DEFAULT_SENDERS: u64 = 1;
+/// Default N: 1<<16, a thirty-second of the seed's 1<<21, so that a sweep of all backends
+/// takes seconds rather than minutes on a small machine.
+pub const DEFAULT_PER_SENDER: u64 = 1 << 16;
+/// Default R.
+pub const DEFAULT_REPS: u64 = 5;
+/// Default `--threshold`.
+pub const DEFAULT_THRESHOLD: f64 = 0.10;
+
+const EXAMPLES: &str = "\
+Examples:
+  chantest -O 10 -M 8                      the seed's run, every backend side by side
+  chantest -N 2097152 -O 0 -M 1            the seed's N (1<<21 values per sender)
+  chantest -O 0,1,10,100 -M 1..4,8 --plot chan.svg
+  chantest --lock sem,adaptive:spin_ns=0 --ref sem --format csv
+  chantest -O 10 -M 1,8 --save before.json
+  chantest --baseline before.json          same cells again; exit 1 if any regressed
+  chantest --compare spin,adaptive -M 1..4 exit 1 if adaptive is slower than spin
+  chantest --plain -R 3                    bare total ns per run, like Plan 9's chantest
+
+Verdicts (--baseline, --compare): per cell, new/old ns per message is estimated with a 95%
+interval (Hodges-Lehmann / Mann-Whitney on logarithms; needs R >= 4 on each side). A cell has
+regressed when the whole interval lies above 1 and the estimate exceeds 1 + --threshold.
+
+Exit status: 0 ok, 1 a cell regressed, 2 usage error, 3 a value was lost, duplicated or
+reordered.";
+
+/// erik quanstrom's channel benchmark (9fans, 2013): M senders each send N values down one
+/// channel with O buffers to a single receiver; the figure is the time until all M×N have
+/// arrived.
+///
+/// Every (O, M) point is run with each lock backend, taking turns, after one warm-up round.
+/// Reported per cell: median and range of ns per message, TSC cycles, CPU time and context
+/// switches per message, and the ratio to a reference backend. Every value is checked to
+/// arrive exactly once and in order.
+#[derive(Debug, Parser)]
+#[command(name = "chantest", version, after_help = EXAMPLES, max_term_width = 100)]
+pub struct Args {
+    /// Channel buffers: a value, a list or a range, e.g. 0,1,10,100 or 1..4,8 [default: 10]
+    #[arg(short = 'O', value_name = "NBUF", value_parser = nbuf, allow_negative_numbers = true)]
+    pub nbuf: Option<Grid>,
+
+    /// Sending threads: a value, a list or a range [default: 1]
+    #[arg(
+        short = 'M',
+        value_name = "SENDERS",
+        value_parser = senders,
+        allow_negative_numbers = true
+    )]
+    pub senders: Option<Grid>,
+
+    /// Values each sender sends (the seed used 2097152) [default: 65536]
+    #[arg(
+        short = 'N',
+        value_name = "COUNT",
+        value_parser = per_sender,
+        allow_negative_numbers = true
+    )]
+    pub per_sender: Option<u64>,
+
+    /// Measured repetitions per cell, after one warm-up [default: 5]
+    #[arg(short = 'R', value_name = "REPS", value_parser = reps, allow_negative_numbers = true)]
+    pub reps: Option<u64>,
+
+    /// Lock backends, e.g. spin,sem or adaptive:spin_ns=0, or all [default: all]
+    #[arg(long, value_name = "LOCKS", value_parser = lock_list, conflicts_with = "compare")]
+    pub lock: Option<LockList>,
+
+    /// Backend the others are divided by [default: the first of --lock]
+    #[arg(long = "ref", value_name = "LOCK", value_parser = backend, conflicts_with = "compare")]
+    pub reference: Option<Backend>,
+
+    /// One lock for all channels, as Plan 9 had, instead of one per channel
+    #[arg(long)]
+    pub global_lock: bool,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Print only the total nanoseconds of each run, one per line
+    #[arg(long, conflicts_with_all = ["format", "baseline", "compare"])]
+    pub plain: bool,
+
+    /// Draw ns per message against M as SVG: one line per backend, one panel per O
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+
+    /// Save parameters, raw samples and a machine description as JSON
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+
+    /// Re-run the cells of a --save file and flag regressions (exit 1)
+    #[arg(long, value_name = "FILE", conflicts_with = "compare")]
+    pub baseline: Option<PathBuf>,
+
+    /// Run backends A and B in alternation and flag B if slower than A (exit 1)
+    #[arg(long, value_name = "A,B", value_parser = lock_pair)]
+    pub compare: Option<LockPair>,
+
+    /// Smallest slowdown that counts as a regression, as a fraction (0.10 = 10%)
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        default_value_t = DEFAULT_THRESHOLD,
+        value_parser = threshold,
+        allow_negative_numbers = true
+    )]
+    pub threshold: f64,
+
+    /// Pin the receiver and senders to CPUs, round-robin over those this process may use
+    #[arg(long)]
+    pub pin: bool,
+
+    /// For testing the check: make sender 0 send one value twice (exit 3)
+    #[arg(long, hide = true)]
+    pub inject_fault: bool,
+}
+
+/// A `--lock` list (a newtype, so that clap takes it as one value, not many).
+#[derive(Clone, Debug)]
+pub struct LockList(pub Vec<Backend>);
+
+/// A `--compare` pair.
+#[derive(Clone, Copy, Debug)]
+pub struct LockPair(pub Backend, pub Backend);
+
+fn nbuf(s: &str) -> Result<Grid, String> {
+    Grid::parse(s, Bounds::NBUF)
+}
+
+fn senders(s: &str) -> Result<Grid, String> {
+    Grid::parse(s, Bounds::SENDERS)
+}
+
+fn per_sender(s: &str) -> Result<u64, String> {
+    Bounds::PER_SENDER.parse_one(s)
+}
+
+fn reps(s: &str) -> Result<u64, String> {
+    Bounds::REPS.parse_one(s)
+}
+
+fn backend(s: &str) -> Result<Backend, String> {
+    s.parse()
+        .map_err(|e: locks::ParseBackendError| e.to_string())
+}
+
+fn lock_list(s: &str) -> Result<LockList, String> {
+    let list = Backend::parse_list(s).map_err(|e| e.to_string())?;
+    for (i, b) in list.iter().enumerate() {
+        if list[..i].contains(b) {
+            return Err(format!("`{b}` is listed twice"));
+        }
+    }
+    Ok(LockList(list))
+}
+
+fn lock_pair(s: &str) -> Result<LockPair, String> {
+    match Backend::parse_list(s).map_err(|e| e.to_string())?[..] {
+        [a, b] => Ok(LockPair(a, b)),
+        _ => Err("wants two backends, A,B".into()),
+    }
+}
+
+fn threshold(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!("`{s}` is not a fraction such as 0.1 (for 10%)")),
+    }
+}
+
+/// Parses the command line. Help and version are printed here and exit 0; any other clap
+/// error becomes one `Error::Usage` line.
+pub fn parse() -> Result<Args, Error> {
+    Args::try_parse().map_err(|e| match e.kind() {
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
+        _ => usage!("{}", one_line(&e.to_string())),
+    })
+}
+
+/// Clap's multi-line error as one line: its first, without the `error: ` prefix, and with
+/// the pointer to `--help` it would have printed below.
+fn one_line(message: &str) -> String {
+    let first = message
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
+    let first = first.trim().trim_start_matches("error: ");
+    format!("{first} (try --help)")
+}
+
+/// What to do, once the flags have been checked.
+#[derive(Debug)]
+pub struct Setup {
+    /// The sweep.
+    pub plan: Plan,
+    /// What to compare the results with.
+    pub mode: Mode,
+    /// How to print the results.
+    pub format: Format,
+    /// Print bare totals instead.
+    pub plain: bool,
+    /// Regression threshold.
+    pub threshold: f64,
+    /// Where `--save` goes, already open.
+    pub save: Option<Output>,
+    /// Where `--plot` goes, already open.
+    pub plot: Option<Output>,
+}
+
+/// What the results are compared with.
+#[derive(Debug)]
+pub enum Mode {
+    /// Nothing.
+    Sweep,
+    /// A saved run.
+    Baseline(Box<Results>),
+    /// The second backend with the first.
+    Compare,
+}
+
+/// An output file, opened before the sweep so that a bad path fails in a second, not after a
+/// long run; its old contents are replaced only when the results are written.
+#[derive(Debug)]
+pub struct Output {
+    path: PathBuf,
+    file: File,
+}
+
+impl Output {
+    fn open(path: PathBuf, flag: &str) -> Result<Output, Error> {
+        match OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+        {
+            Ok(file) => Ok(Output { path, file }),
+            Err(e) => Err(usage!("cannot write {flag} {}: {e}", path.display())),
+        }
+    }
+
+    /// Replaces the file's contents with `text`.
+    pub fn write(mut self, text: &str) -> Result<(), Error> {
+        let done = self
+            .file
+            .set_len(0)
+            .and_then(|()| self.file.write_all(text.as_bytes()));
+        done.map_err(|e| usage!("cannot write {}: {e}", self.path.display()))
+    }
+}
+
+impl Args {
+    /// Checks the flags against each other and the baseline, and opens the outputs.
+    pub fn setup(self) -> Result<Setup, Error> {
+        let baseline = self.baseline.as_deref().map(Results::load).transpose()?;
+        let from_file = baseline.as_ref().map(|b| &b.params);
+
+        let (backends, reference) = if let Some(LockPair(a, b)) = self.compare {
+            (vec![a, b], 0)
+        } else {
+            let backends = match (self.lock, from_file) {
+                (Some(LockList(l)), _) => l,
+                (None, Some(p)) => p
+                    .locks
+                    .iter()
+                    .map(|l| l.parse())
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| usage!("baseline: {e}"))?,
+                (None, None) => Backend::ALL.to_vec(),
+            };
+            let reference = match (self.reference, from_file) {
+                (Some(r), _) => find(&backends, &r)?,
+                (None, Some(p)) => backends
+                    .iter()
+                    .position(|b| b.to_string() == p.reference)
+                    .unwrap_or(0),
+                (None, None) => 0,
+            };
+            (backends, reference)
+        };
+
+        let (file_nbuf, file_senders) = match &baseline {
+            Some(b) => b
+                .grids()
+                .map(|(o, m)| (Some(o), Some(m)))
+                .map_err(|e| usage!("baseline: {e}"))?,
+            None => (None, None),
+        };
+        let plan = Plan {
+            backends,
+            reference,
+            nbuf: self.nbuf.or(file_nbuf).unwrap_or(Grid::one(DEFAULT_NBUF)),
+            senders: self
+                .senders
+                .or(file_senders)
+                .unwrap_or(Grid::one(DEFAULT_SENDERS)),
+            per_sender: self
+                .per_sender
+                .or(from_file.map(|p| p.per_sender))
+                .unwrap_or(DEFAULT_PER_SENDER),
+            reps: self
+                .reps
+                .or(from_file.map(|p| p.reps as u64))
+                .unwrap_or(DEFAULT_REPS) as usize,
+            global_lock: self.global_lock || from_file.is_some_and(|p| p.global_lock),
+            pin: self.pin || from_file.is_some_and(|p| p.pin),
+            fault: self.inject_fault,
+        };
+
+        let mode = match baseline {
+            Some(old) => {
+                let path = self.baseline.as_deref().unwrap_or(Path::new(""));
+                check_cells(&plan, &old, path)?;
+                Mode::Baseline(Box::new(old))
+            }
+            None if self.compare.is_some() => Mode::Compare,
+            None => Mode::Sweep,
+        };
+        Ok(Setup {
+            plan,
+            mode,
+            format: self.format,
+            plain: self.plain,
+            threshold: self.threshold,
+            // Opened after the baseline was read: `--save` may name the same file.
+            save: self.save.map(|p| Output::open(p, "--save")).transpose()?,
+            plot: self.plot.map(|p| Output::open(p, "--plot")).transpose()?,
+        })
+    }
+}
+
+/// The index of `r` in `backends`: an exact match, or else the only one of that name.
+fn find(backends: &[Backend], r: &Backend) -> Result<usize, Error> {
+    if let Some(i) = backends.iter().position(|b| b == r) {
+        return Ok(i);
+    }
+    let mut same_name = backends
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.name() == r.name());
+    match (same_name.next(), same_name.next()) {
+        (Some((i, _)), None) if r.to_string() == r.name() => Ok(i),
+        _ => {
+            let listed: Vec<String> = backends.iter().map(Backend::to_string).collect();
+            Err(usage!(
+                "--ref {r} is not among the backends ({})",
+                listed.join(", ")
+            ))
+        }
+    }
+}
+
+/// Every cell the plan will run must be in the baseline.
+fn check_cells(plan: &Plan, old: &Results, path: &Path) -> Result<(), Error> {
+    for (o, m) in plan.points() {
+        for b in &plan.backends {
+            let key = Key {
+                lock: b.to_string(),
+                nbuf: o,
+                senders: m,
+                per_sender: plan.per_sender,
+                global_lock: plan.global_lock,
+            };
+            if old.cell(&key).is_none() {
+                return Err(usage!(
+                    "baseline {} has no cell {key}; leave out -O/-M/-N/--lock/--global-lock to \
+                     re-run its own cells",
+                    path.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn help_states_the_defaults() {
+        let help = Args::command().render_long_help().to_string();
+        for default in [
+            DEFAULT_NBUF,
+            DEFAULT_SENDERS,
+            DEFAULT_PER_SENDER,
+            DEFAULT_REPS,
+        ] {
+            assert!(help.contains(&format!("[default: {default}]")), "{default}");
+        }
+        assert!(help.contains(&format!("[default: {DEFAULT_THRESHOLD}]")));
+        assert!(help.contains("Examples:") && !help.contains("inject"));
+    }
+
+    fn args(line: &str) -> Result<Args, String> {
+        Args::try_parse_from(line.split_whitespace()).map_err(|e| one_line(&e.to_string()))
+    }
+
+    #[test]
+    fn flags_parse() {
+        let a = args("chantest -O 0,1,10 -M 1..3 -N 1000 -R 2 --lock sem,adaptive --ref adaptive")
+            .unwrap();
+        assert_eq!(a.nbuf.unwrap().values(), [0, 1, 10]);
+        assert_eq!(a.senders.unwrap().values(), [1, 2, 3]);
+        assert_eq!((a.per_sender, a.reps), (Some(1000), Some(2)));
+        let s = args("chantest --lock sem,adaptive --ref adaptive")
+            .unwrap()
+            .setup()
+            .unwrap();
+        assert_eq!(s.plan.reference, 1);
+        assert_eq!(s.plan.nbuf.values(), [DEFAULT_NBUF]);
+        assert_eq!(s.plan.backends.len(), 2);
+        let s = args("chantest").unwrap().setup().unwrap();
+        assert_eq!(s.plan.backends, Backend::ALL);
+        assert_eq!(
+            (s.plan.per_sender, s.plan.reps),
+            (DEFAULT_PER_SENDER, DEFAULT_REPS as usize)
+        );
+    }
+
+    #[test]
+    fn bad_flags_are_one_line() {
+        for (line, want) in [
+            ("chantest -O abc", "`abc` is not a number"),
+            ("chantest -O -1", "negative"),
+            ("chantest -M 0", "out of range"),
+            ("chantest -N 0", "out of range"),
+            ("chantest -R 0", "out of range"),
+            ("chantest -M 8..1", "empty"),
+            ("chantest --lock mcs", "unknown lock backend"),
+            ("chantest --lock spin,spin", "listed twice"),
+            ("chantest --lock adaptive:bogus=1", "bogus"),
+            ("chantest --compare spin", "two backends"),
+            ("chantest --threshold -1", "fraction"),
+            ("chantest --plain --format csv", "cannot be used with"),
+            (
+                "chantest --compare spin,sem --lock sem",
+                "cannot be used with",
+            ),
+            ("chantest -X", "unexpected argument"),
+        ] {
+            let e = args(line).unwrap_err();
+            assert!(e.contains(want), "{line}: {e}");
+            assert!(!e.contains('\n'), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn ref_must_be_listed() {
+        let e = args("chantest --lock spin,sem --ref adaptive")
+            .unwrap()
+            .setup()
+            .unwrap_err();
+        assert!(e.to_string().contains("--ref adaptive is not among"), "{e}");
+        let s = args("chantest --lock spin,adaptive:spin_ns=0 --ref adaptive")
+            .unwrap()
+            .setup();
+        assert_eq!(
+            s.unwrap().plan.reference,
+            1,
+            "a bare name picks the only one of that name"
+        );
+    }
+}

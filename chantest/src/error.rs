@@ -1,0 +1,50 @@
+//! Why chantest stopped, and the exit status that says so.
+//!
+//! | status | meaning |
+//! |---|---|
+//! | 0 | ran; nothing regressed |
+//! | 1 | ran; a cell regressed (`--baseline`, `--compare`) |
+//! | 2 | usage: bad flags, unreadable or mismatched baseline, unwritable output, no threads |
+//! | 3 | a channel lost, duplicated or reordered a value |
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// Exit status when a cell regressed.
+pub const REGRESSED: u8 = 1;
+
+/// A reason to stop, carrying the one line to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The command cannot be carried out as given (exit 2).
+    Usage(String),
+    /// The channel broke its contract: the benchmark's figures would be meaningless (exit 3).
+    Violation(String),
+}
+
+impl Error {
+    /// The process exit status for this error.
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(match self {
+            Error::Usage(_) => 2,
+            Error::Violation(_) => 3,
+        })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(s) => f.write_str(s),
+            Error::Violation(s) => write!(f, "channel check failed: {s}"),
+        }
+    }
+}
+
+/// `Error::Usage(format!(...))`.
+macro_rules! usage {
+    ($($arg:tt)*) => {
+        $crate::error::Error::Usage(format!($($arg)*))
+    };
+}
+pub(crate) use usage;

@@ -1,0 +1,146 @@
+//! The clocks a run reads: wall time, the time-stamp counter, and the kernel's accounting.
+//!
+//! `getrusage(RUSAGE_SELF)` covers every thread of the process, so deltas taken by the
+//! receiver around a run include the senders' CPU time and context switches as well.
+
+use std::time::Instant;
+
+/// Resource usage of the whole process at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// User plus system CPU time, in nanoseconds.
+    pub cpu_ns: u64,
+    /// Voluntary context switches: a thread blocked (futex wait, sleep).
+    pub vcsw: u64,
+    /// Involuntary context switches: a thread was preempted (time slice ran out).
+    pub ivcsw: u64,
+}
+
+impl Usage {
+    /// The process's usage now.
+    pub fn now() -> Usage {
+        // SAFETY: `rusage` is plain old data, so all-zero is a valid value.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `ru` is a valid, writable `rusage`; RUSAGE_SELF cannot fail with a valid
+        // pointer, and if it somehow did we would report zeros rather than garbage.
+        let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+        if rc != 0 {
+            return Usage::default();
+        }
+        let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+        Usage {
+            cpu_ns: ns(ru.ru_utime) + ns(ru.ru_stime),
+            vcsw: ru.ru_nvcsw as u64,
+            ivcsw: ru.ru_nivcsw as u64,
+        }
+    }
+
+    /// What was used between `earlier` and `self`.
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+            vcsw: self.vcsw.saturating_sub(earlier.vcsw),
+            ivcsw: self.ivcsw.saturating_sub(earlier.ivcsw),
+        }
+    }
+}
+
+/// Whether [`cycles`] counts anything on this architecture.
+pub const HAVE_TSC: bool = cfg!(target_arch = "x86_64");
+
+/// The time-stamp counter, or 0 where there is none.
+///
+/// Plan 9's chantest reported cycles; on modern x86 the TSC ticks at a constant rate rather
+/// than with the core clock, so it is a second wall clock with finer grain, not a count of
+/// work done.
+#[inline]
+pub fn cycles() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: RDTSC is part of the x86_64 baseline and has no preconditions.
+    return unsafe { core::arch::x86_64::_rdtsc() };
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
+
+/// Both clocks read together, at the start or the end of a run.
+#[derive(Clone, Copy, Debug)]
+pub struct Stamp {
+    /// Wall time.
+    pub at: Instant,
+    /// The time-stamp counter.
+    pub tsc: u64,
+}
+
+impl Stamp {
+    /// The clocks now.
+    #[inline]
+    pub fn now() -> Stamp {
+        Stamp {
+            at: Instant::now(),
+            tsc: cycles(),
+        }
+    }
+
+    /// Nanoseconds and cycles from `earlier` to `self`.
+    pub fn since(&self, earlier: &Stamp) -> (u64, u64) {
+        let ns = self.at.duration_since(earlier.at).as_nanos();
+        (
+            u64::try_from(ns).unwrap_or(u64::MAX),
+            self.tsc.wrapping_sub(earlier.tsc),
+        )
+    }
+}
+
+/// What one run of the workload cost, in totals (not per message).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Sample {
+    /// Wall time from the start barrier to the last value received.
+    pub ns: u64,
+    /// Time-stamp counter ticks over the same interval (0 without a TSC).
+    #[serde(default)]
+    pub cycles: u64,
+    /// CPU time of all threads, user plus system.
+    #[serde(default)]
+    pub cpu_ns: u64,
+    /// Voluntary context switches.
+    #[serde(default)]
+    pub vcsw: u64,
+    /// Involuntary context switches.
+    #[serde(default)]
+    pub ivcsw: u64,
+    /// Futex waits by the locks and waiters (0 without the `stats` feature).
+    #[serde(default)]
+    pub futex_waits: u64,
+    /// Futex wakes by the locks and waiters (0 without the `stats` feature).
+    #[serde(default)]
+    pub futex_wakes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_moves_forward() {
+        let a = Usage::now();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let b = Usage::now();
+        assert!(b.cpu_ns >= a.cpu_ns);
+        assert_eq!(a.since(&b), Usage::default(), "deltas never go negative");
+    }
+
+    #[test]
+    fn stamps_are_ordered() {
+        let a = Stamp::now();
+        let b = Stamp::now();
+        let (ns, cyc) = b.since(&a);
+        assert!(ns < 1_000_000_000);
+        if HAVE_TSC {
+            assert!(cyc < 1 << 40);
+        }
+    }
+}

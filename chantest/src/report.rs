@@ -1,0 +1,328 @@
+//! Printing results: an aligned table for people, CSV and JSON for programs, and Plan 9's
+//! bare nanoseconds.
+
+use crate::results::Results;
+use crate::verdict::{Verdict, CONFIDENCE};
+use clap::ValueEnum;
+use std::fmt::Write;
+
+/// How to print the results on stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns, medians with their range.
+    Table,
+    /// One row per backend × O × M, with a header row.
+    Csv,
+    /// The same document `--save` writes, raw samples included.
+    Json,
+}
+
+/// The CSV columns, always present in this order.
+pub const CSV_COLUMNS: &[&str] = &[
+    "lock",
+    "O",
+    "M",
+    "N",
+    "reps",
+    "ns_per_msg",
+    "ns_per_msg_min",
+    "ns_per_msg_max",
+    "cycles_per_msg",
+    "cpu_ns_per_msg",
+    "vcsw_per_msg",
+    "ivcsw_per_msg",
+    "ratio_to_ref",
+    "futex_waits_per_msg",
+    "futex_wakes_per_msg",
+    "global_lock",
+    "ns_total",
+    "ns_total_min",
+    "ns_total_max",
+];
+
+/// Extra CSV columns when there are changes; empty on rows that were not compared.
+pub const CSV_CHANGE_COLUMNS: &[&str] = &[
+    "vs",
+    "vs_ns_per_msg",
+    "ratio",
+    "ratio_ci_low",
+    "ratio_ci_high",
+    "verdict",
+];
+
+/// Renders `r` in `format`; `threshold` is quoted in the table's verdict heading.
+pub fn render(r: &Results, format: Format, threshold: f64) -> String {
+    match format {
+        Format::Table => table(r, threshold),
+        Format::Csv => csv(r),
+        Format::Json => json(r),
+    }
+}
+
+/// The document `--save` writes.
+pub fn json(r: &Results) -> String {
+    let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|e| {
+        // Serializing plain structs of numbers and strings cannot fail; say so if it does.
+        format!("{{\"error\": \"cannot serialize results: {e}\"}}")
+    });
+    s.push('\n');
+    s
+}
+
+/// Total nanoseconds of every measured run, one per line, like Plan 9's chantest.
+pub fn plain(r: &Results) -> String {
+    r.cells
+        .iter()
+        .flat_map(|c| &c.samples)
+        .fold(String::new(), |mut s, x| {
+            let _ = writeln!(s, "{}", x.ns);
+            s
+        })
+}
+
+fn csv(r: &Results) -> String {
+    let mut out = CSV_COLUMNS.join(",");
+    if !r.changes.is_empty() {
+        out = format!("{out},{}", CSV_CHANGE_COLUMNS.join(","));
+    }
+    out.push('\n');
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    for (i, c) in r.cells.iter().enumerate() {
+        let s = &c.summary;
+        let mut row = vec![
+            quote(&c.lock),
+            c.nbuf.to_string(),
+            c.senders.to_string(),
+            c.per_sender.to_string(),
+            s.reps.to_string(),
+            s.ns_per_msg.median.to_string(),
+            s.ns_per_msg.min.to_string(),
+            s.ns_per_msg.max.to_string(),
+            s.cycles_per_msg.to_string(),
+            s.cpu_ns_per_msg.to_string(),
+            s.vcsw_per_msg.to_string(),
+            s.ivcsw_per_msg.to_string(),
+            s.ratio_to_ref.to_string(),
+            opt(s.futex_waits_per_msg),
+            opt(s.futex_wakes_per_msg),
+            c.global_lock.to_string(),
+            s.ns.median.to_string(),
+            s.ns.min.to_string(),
+            s.ns.max.to_string(),
+        ];
+        if !r.changes.is_empty() {
+            match r.changes.iter().find(|ch| ch.cell == i) {
+                Some(ch) => row.extend([
+                    quote(&ch.against),
+                    ch.old_ns_per_msg.to_string(),
+                    ch.ratio.estimate.to_string(),
+                    ch.ratio.low.to_string(),
+                    opt(ch.ratio.high),
+                    ch.verdict.key().to_string(),
+                ]),
+                None => row.extend(std::iter::repeat_n(String::new(), CSV_CHANGE_COLUMNS.len())),
+            }
+        }
+        out += &row.join(",");
+        out.push('\n');
+    }
+    out
+}
+
+/// Quotes a CSV field if it needs it (backend names may contain `,` only in theory).
+fn quote(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn table(r: &Results, threshold: f64) -> String {
+    let p = &r.params;
+    let mut out = format!(
+        "# N={} values per sender, R={} after {} warm-up, {}{}, ratio to {}\n",
+        p.per_sender,
+        p.reps,
+        p.warmup,
+        if p.global_lock {
+            "one global lock"
+        } else {
+            "per-channel locks"
+        },
+        if p.pin { ", pinned" } else { "" },
+        p.reference,
+    );
+    let tsc = crate::measure::HAVE_TSC;
+    let mut head = vec![
+        "lock", "O", "M", "total ms", "ns/msg", "min", "max", "ratio",
+    ];
+    if tsc {
+        head.push("cyc/msg");
+    }
+    head.extend(["cpu ns/msg", "vcsw/msg", "ivcsw/msg"]);
+    if p.stats {
+        head.extend(["fwait/msg", "fwake/msg"]);
+    }
+    let mut rows = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    let mut last_point = None;
+    for c in &r.cells {
+        let s = &c.summary;
+        let point = Some((c.nbuf, c.senders));
+        if last_point.is_some() && last_point != point {
+            rows.push(Vec::new()); // a blank line between points
+        }
+        last_point = point;
+        let mut row = vec![
+            c.lock.clone(),
+            c.nbuf.to_string(),
+            c.senders.to_string(),
+            sig(s.ns.median / 1e6),
+            sig(s.ns_per_msg.median),
+            sig(s.ns_per_msg.min),
+            sig(s.ns_per_msg.max),
+            format!("{:.2}", s.ratio_to_ref),
+        ];
+        if tsc {
+            row.push(sig(s.cycles_per_msg));
+        }
+        row.extend([
+            sig(s.cpu_ns_per_msg),
+            sig(s.vcsw_per_msg),
+            sig(s.ivcsw_per_msg),
+        ]);
+        if p.stats {
+            row.push(s.futex_waits_per_msg.map_or_else(String::new, sig));
+            row.push(s.futex_wakes_per_msg.map_or_else(String::new, sig));
+        }
+        rows.push(row);
+    }
+    out += &align(&rows);
+
+    if !r.changes.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n# new/old ns per message: Hodges-Lehmann ratio, {:.0}% interval (Mann-Whitney); \
+             regressed = interval above 1 and ratio above {:.2}",
+            CONFIDENCE * 100.0,
+            1.0 + threshold
+        );
+        let mut rows = vec![[
+            "lock",
+            "vs",
+            "O",
+            "M",
+            "old ns/msg",
+            "new ns/msg",
+            "ratio",
+            "interval",
+            "verdict",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
+        for ch in &r.changes {
+            rows.push(vec![
+                ch.lock.clone(),
+                ch.against.clone(),
+                ch.nbuf.to_string(),
+                ch.senders.to_string(),
+                sig(ch.old_ns_per_msg),
+                sig(ch.new_ns_per_msg),
+                format!("{:.3}", ch.ratio.estimate),
+                ch.ratio.to_string(),
+                ch.verdict.to_string(),
+            ]);
+        }
+        out += &align(&rows);
+        let regressed = r
+            .changes
+            .iter()
+            .filter(|c| c.verdict == Verdict::Regressed)
+            .count();
+        let _ = writeln!(out, "# {regressed} of {} cells regressed", r.changes.len());
+    }
+    out
+}
+
+/// Left-aligns the first column, right-aligns the rest; an empty row is a blank line.
+fn align(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i == 0 {
+                let _ = write!(line, "{cell:<w$}", w = width[i]);
+            } else {
+                let _ = write!(line, "  {cell:>w$}", w = width[i]);
+            }
+        }
+        out += line.trim_end();
+        out.push('\n');
+    }
+    out
+}
+
+/// Four significant digits, without an exponent: 1234, 123.4, 1.234, 0.01234.
+pub fn sig(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let digits = x.abs().log10().floor() as i32;
+    let decimals = (3 - digits).clamp(0, 6) as usize;
+    let s = format!("{x:.decimals$}");
+    // 0.99996 rounds up to 1.0000: one digit too many.
+    if decimals > 0 && s.trim_start_matches(['-', '0', '.']).len() > 5 {
+        return format!("{x:.0$}", decimals - 1);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(sig(123456.7), "123457");
+        assert_eq!(sig(1234.56), "1235");
+        assert_eq!(sig(123.456), "123.5");
+        assert_eq!(sig(1.0), "1.000");
+        assert_eq!(sig(0.012345), "0.01235");
+        assert_eq!(sig(0.0), "0");
+        assert_eq!(sig(0.99996), "1.000");
+        assert_eq!(sig(9.99996), "10.00");
+        assert_eq!(sig(1e-9), "0.000000");
+        assert_eq!(sig(f64::NAN), "-");
+    }
+
+    #[test]
+    fn csv_quoting() {
+        assert_eq!(quote("spin"), "spin");
+        assert_eq!(quote("a,b"), "\"a,b\"");
+        assert_eq!(quote("a\"b"), "\"a\"\"b\"");
+    }
+
+    #[test]
+    fn alignment() {
+        let rows = vec![
+            vec!["lock".to_string(), "ns".to_string()],
+            vec![],
+            vec!["adaptive".to_string(), "1.5".to_string()],
+        ];
+        assert_eq!(align(&rows), "lock       ns\n\nadaptive  1.5\n");
+    }
+}

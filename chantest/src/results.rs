@@ -1,0 +1,588 @@
+//! The results of a sweep: what `--format json` prints, `--save` writes and `--baseline` reads.
+//!
+//! The raw samples are the record; every summary (medians, per-message figures, ratios) is
+//! derived from them, is recomputed after loading, and is never trusted from a file.
+
+use crate::error::{usage, Error};
+use crate::grid::{Bounds, Grid};
+use crate::machine::Machine;
+use crate::measure::Sample;
+use crate::sweep::{Measured, Plan, WARMUP};
+use crate::verdict::{median_sorted, Interval, Verdict};
+use locks::Backend;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The `format` field that marks a chantest results file.
+pub const FORMAT: &str = "chantest-results";
+/// The schema version this build reads and writes.
+pub const VERSION: u32 = 1;
+
+/// A sweep's parameters, machine, cells and (for `--baseline`, `--compare`) changes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Results {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Always [`VERSION`].
+    pub version: u32,
+    /// Seconds since the Unix epoch when the sweep finished.
+    #[serde(default)]
+    pub unix_time: u64,
+    /// What was asked for.
+    pub params: Params,
+    /// Where it ran.
+    #[serde(default)]
+    pub machine: Machine,
+    /// One per backend × O × M, by O, then M, then backend.
+    pub cells: Vec<Cell>,
+    /// Comparisons against a baseline or between two backends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
+}
+
+/// The sweep's parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// Backends, as `locks::Backend` displays them.
+    pub locks: Vec<String>,
+    /// The backend ratios are taken against.
+    pub reference: String,
+    /// Channel buffers.
+    #[serde(rename = "O")]
+    pub nbuf: Vec<u64>,
+    /// Senders.
+    #[serde(rename = "M")]
+    pub senders: Vec<u64>,
+    /// Values per sender.
+    #[serde(rename = "N")]
+    pub per_sender: u64,
+    /// Measured repetitions per cell.
+    pub reps: usize,
+    /// Unmeasured rounds per (O, M) point.
+    #[serde(default)]
+    pub warmup: usize,
+    /// Plan 9's global channel lock.
+    #[serde(default)]
+    pub global_lock: bool,
+    /// Threads pinned to CPUs.
+    #[serde(default)]
+    pub pin: bool,
+    /// Whether futex counts were collected (the `stats` feature).
+    #[serde(default)]
+    pub stats: bool,
+}
+
+/// One backend at one (O, M) point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// The backend, as displayed.
+    pub lock: String,
+    /// Channel buffers.
+    #[serde(rename = "O")]
+    pub nbuf: u64,
+    /// Senders.
+    #[serde(rename = "M")]
+    pub senders: u64,
+    /// Values per sender.
+    #[serde(rename = "N")]
+    pub per_sender: u64,
+    /// Plan 9's global channel lock.
+    #[serde(default)]
+    pub global_lock: bool,
+    /// Derived from `samples`; ignored when reading.
+    #[serde(skip_deserializing)]
+    pub summary: Summary,
+    /// Totals of each measured repetition, in run order.
+    pub samples: Vec<Sample>,
+}
+
+/// The figures the reports print, per message (total ÷ M×N).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Summary {
+    /// Repetitions.
+    pub reps: usize,
+    /// Wall time of the whole run, the figure Plan 9's chantest printed.
+    pub ns: Spread,
+    /// Wall time per message.
+    pub ns_per_msg: Spread,
+    /// Median time-stamp counter ticks per message.
+    pub cycles_per_msg: f64,
+    /// Median CPU time (all threads) per message.
+    pub cpu_ns_per_msg: f64,
+    /// Median voluntary context switches per message.
+    pub vcsw_per_msg: f64,
+    /// Median involuntary context switches per message.
+    pub ivcsw_per_msg: f64,
+    /// Median futex waits per message (with the `stats` feature).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub futex_waits_per_msg: Option<f64>,
+    /// Median futex wakes per message (with the `stats` feature).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub futex_wakes_per_msg: Option<f64>,
+    /// Median ns per message divided by the reference backend's at the same point.
+    pub ratio_to_ref: f64,
+}
+
+/// Median and range.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// One cell compared with its counterpart: new against old.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// The new cell's backend.
+    pub lock: String,
+    /// What it is compared against: `baseline` or the other backend's name.
+    pub against: String,
+    /// Channel buffers.
+    #[serde(rename = "O")]
+    pub nbuf: u64,
+    /// Senders.
+    #[serde(rename = "M")]
+    pub senders: u64,
+    /// Median ns per message of the old cell.
+    pub old_ns_per_msg: f64,
+    /// Median ns per message of the new cell.
+    pub new_ns_per_msg: f64,
+    /// New ÷ old, with its confidence interval.
+    pub ratio: Interval,
+    /// The conclusion.
+    pub verdict: Verdict,
+    /// Index of the new cell in [`Results::cells`].
+    #[serde(skip)]
+    pub cell: usize,
+}
+
+impl Results {
+    /// The results of `plan`'s sweep.
+    pub fn new(plan: &Plan, measured: Vec<Measured>, machine: Machine) -> Results {
+        let lock = |i: usize| plan.backends[i].to_string();
+        let cells = measured
+            .into_iter()
+            .map(|m| Cell {
+                lock: lock(m.backend),
+                nbuf: m.nbuf,
+                senders: m.senders,
+                per_sender: plan.per_sender,
+                global_lock: plan.global_lock,
+                summary: Summary::default(),
+                samples: m.samples,
+            })
+            .collect();
+        let unix_time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut results = Results {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            unix_time,
+            params: Params {
+                locks: (0..plan.backends.len()).map(lock).collect(),
+                reference: lock(plan.reference),
+                nbuf: plan.nbuf.values().to_vec(),
+                senders: plan.senders.values().to_vec(),
+                per_sender: plan.per_sender,
+                reps: plan.reps,
+                warmup: WARMUP,
+                global_lock: plan.global_lock,
+                pin: plan.pin,
+                stats: locks::stats::ENABLED,
+            },
+            machine,
+            cells,
+            changes: Vec::new(),
+        };
+        results.summarize();
+        results
+    }
+
+    /// Reads and checks a file written by `--save`.
+    pub fn load(path: &Path) -> Result<Results, Error> {
+        let name = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage!("cannot read baseline {name}: {e}"))?;
+        let mut results: Results = serde_json::from_str(&text)
+            .map_err(|e| usage!("baseline {name} is not a chantest results file: {e}"))?;
+        results
+            .validate()
+            .map_err(|e| usage!("baseline {name}: {e}"))?;
+        results.summarize();
+        Ok(results)
+    }
+
+    /// Checks what serde cannot: the file describes a sweep this build could have run.
+    fn validate(&self) -> Result<(), String> {
+        if self.format != FORMAT {
+            return Err(format!("format is `{}`, not `{FORMAT}`", self.format));
+        }
+        if self.version != VERSION {
+            return Err(format!(
+                "schema version {} (this chantest reads {VERSION})",
+                self.version
+            ));
+        }
+        let p = &self.params;
+        let in_range = |b: Bounds, v: u64| b.check(v).map_err(|e| format!("{}: {e}", b.flag));
+        if p.locks.is_empty() {
+            return Err("its parameters name no lock backends".into());
+        }
+        for lock in &p.locks {
+            lock.parse::<Backend>().map_err(|e| e.to_string())?;
+        }
+        in_range(Bounds::PER_SENDER, p.per_sender)?;
+        in_range(Bounds::REPS, p.reps as u64)?;
+        self.grids()?;
+        for cell in &self.cells {
+            let where_ = format!("cell lock={} O={} M={}", cell.lock, cell.nbuf, cell.senders);
+            cell.lock
+                .parse::<Backend>()
+                .map_err(|e| format!("{where_}: {e}"))?;
+            in_range(Bounds::NBUF, cell.nbuf)
+                .and(in_range(Bounds::SENDERS, cell.senders))
+                .and(in_range(Bounds::PER_SENDER, cell.per_sender))
+                .map_err(|e| format!("{where_}: {e}"))?;
+            if cell.samples.is_empty() || cell.samples.iter().any(|s| s.ns == 0) {
+                return Err(format!("{where_}: no samples, or a sample of 0 ns"));
+            }
+        }
+        for key in self.param_keys() {
+            if self.cell(&key).is_none() {
+                return Err(format!(
+                    "its parameters name cell {key}, but it has no such cell"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The parameters' O and M lists.
+    pub fn grids(&self) -> Result<(Grid, Grid), String> {
+        let p = &self.params;
+        Ok((
+            Grid::from_values(p.nbuf.clone(), Bounds::NBUF)?,
+            Grid::from_values(p.senders.clone(), Bounds::SENDERS)?,
+        ))
+    }
+
+    /// The cells `params` describes.
+    fn param_keys(&self) -> Vec<Key> {
+        let p = &self.params;
+        let mut keys = Vec::new();
+        for &o in &p.nbuf {
+            for &m in &p.senders {
+                for lock in &p.locks {
+                    keys.push(Key {
+                        lock: lock.clone(),
+                        nbuf: o,
+                        senders: m,
+                        per_sender: p.per_sender,
+                        global_lock: p.global_lock,
+                    });
+                }
+            }
+        }
+        keys
+    }
+
+    /// The cell with this key, if any.
+    pub fn cell(&self, key: &Key) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.key() == *key)
+    }
+
+    /// Recomputes every summary from the samples.
+    fn summarize(&mut self) {
+        for cell in &mut self.cells {
+            cell.summary = Summary::of(cell);
+        }
+        // The reference cell of each point: same key but for the lock.
+        let ratios: Vec<f64> = self
+            .cells
+            .iter()
+            .map(|cell| {
+                let key = Key {
+                    lock: self.params.reference.clone(),
+                    ..cell.key()
+                };
+                self.cell(&key).map_or(f64::NAN, |r| {
+                    cell.summary.ns_per_msg.median / r.summary.ns_per_msg.median
+                })
+            })
+            .collect();
+        for (cell, ratio) in self.cells.iter_mut().zip(ratios) {
+            cell.summary.ratio_to_ref = ratio;
+        }
+    }
+
+    /// Each new cell against the same cell of `old`.
+    pub fn against_baseline(&mut self, old: &Results, threshold: f64) {
+        self.changes = self
+            .cells
+            .iter()
+            .enumerate()
+            .filter_map(|(i, new)| {
+                let old = old.cell(&new.key())?;
+                Some(Change::new((i, new), old, "baseline".into(), threshold))
+            })
+            .collect();
+    }
+
+    /// The second backend against the first, at each point.
+    pub fn between_backends(&mut self, threshold: f64) {
+        let n = self.params.locks.len().max(1);
+        self.changes = self
+            .cells
+            .chunks(n)
+            .enumerate()
+            .filter_map(|(point, cells)| match cells {
+                [a, b] => Some(Change::new(
+                    (point * n + 1, b),
+                    a,
+                    format!("{} (A)", a.lock),
+                    threshold,
+                )),
+                _ => None,
+            })
+            .collect();
+    }
+
+    /// Whether any change is a regression.
+    pub fn regressed(&self) -> bool {
+        self.changes.iter().any(|c| c.verdict == Verdict::Regressed)
+    }
+}
+
+/// What identifies a cell across runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Key {
+    /// The backend, as displayed.
+    pub lock: String,
+    /// O.
+    pub nbuf: u64,
+    /// M.
+    pub senders: u64,
+    /// N.
+    pub per_sender: u64,
+    /// Global lock or per-channel locks.
+    pub global_lock: bool,
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "lock={} O={} M={} N={}",
+            self.lock, self.nbuf, self.senders, self.per_sender
+        )?;
+        if self.global_lock {
+            f.write_str(" --global-lock")?;
+        }
+        Ok(())
+    }
+}
+
+impl Cell {
+    /// This cell's identity.
+    pub fn key(&self) -> Key {
+        Key {
+            lock: self.lock.clone(),
+            nbuf: self.nbuf,
+            senders: self.senders,
+            per_sender: self.per_sender,
+            global_lock: self.global_lock,
+        }
+    }
+
+    /// Messages per run: M×N.
+    pub fn messages(&self) -> f64 {
+        self.senders as f64 * self.per_sender as f64
+    }
+
+    /// Wall ns per message of each repetition.
+    pub fn ns_per_msg(&self) -> Vec<f64> {
+        let msgs = self.messages();
+        self.samples.iter().map(|s| s.ns as f64 / msgs).collect()
+    }
+}
+
+impl Summary {
+    fn of(cell: &Cell) -> Summary {
+        let msgs = cell.messages();
+        let totals = |f: fn(&Sample) -> u64| {
+            let mut v: Vec<f64> = cell.samples.iter().map(|s| f(s) as f64).collect();
+            v.sort_by(f64::total_cmp);
+            Spread::of(&v)
+        };
+        let per_msg = |f| totals(f).median / msgs;
+        let stats = locks::stats::ENABLED.then_some(());
+        let ns = totals(|s| s.ns);
+        Summary {
+            reps: cell.samples.len(),
+            ns,
+            ns_per_msg: Spread {
+                median: ns.median / msgs,
+                min: ns.min / msgs,
+                max: ns.max / msgs,
+            },
+            cycles_per_msg: per_msg(|s| s.cycles),
+            cpu_ns_per_msg: per_msg(|s| s.cpu_ns),
+            vcsw_per_msg: per_msg(|s| s.vcsw),
+            ivcsw_per_msg: per_msg(|s| s.ivcsw),
+            futex_waits_per_msg: stats.map(|()| per_msg(|s| s.futex_waits)),
+            futex_wakes_per_msg: stats.map(|()| per_msg(|s| s.futex_wakes)),
+            ratio_to_ref: f64::NAN,
+        }
+    }
+}
+
+impl Spread {
+    /// Of sorted, non-empty `v`.
+    fn of(v: &[f64]) -> Spread {
+        Spread {
+            median: median_sorted(v),
+            min: v[0],
+            max: v[v.len() - 1],
+        }
+    }
+}
+
+impl Change {
+    fn new((cell, new): (usize, &Cell), old: &Cell, against: String, threshold: f64) -> Change {
+        let ratio = Interval::ratio(&new.ns_per_msg(), &old.ns_per_msg());
+        Change {
+            lock: new.lock.clone(),
+            against,
+            nbuf: new.nbuf,
+            senders: new.senders,
+            old_ns_per_msg: old.summary.ns_per_msg.median,
+            new_ns_per_msg: new.summary.ns_per_msg.median,
+            verdict: Verdict::judge(&ratio, threshold),
+            ratio,
+            cell,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(backends: Vec<Backend>) -> Plan {
+        Plan {
+            backends,
+            reference: 0,
+            nbuf: Grid::from_values(vec![10], Bounds::NBUF).unwrap(),
+            senders: Grid::from_values(vec![1, 2], Bounds::SENDERS).unwrap(),
+            per_sender: 100,
+            reps: 5,
+            global_lock: false,
+            pin: false,
+            fault: false,
+        }
+    }
+
+    /// Cells whose samples are `ns[backend] + rep`, for two points and `ns.len()` backends.
+    fn results(ns: &[u64]) -> Results {
+        let backends = Backend::ALL[..ns.len()].to_vec();
+        let p = plan(backends);
+        let measured = p
+            .points()
+            .flat_map(|(o, m)| {
+                ns.iter().enumerate().map(move |(backend, &base)| Measured {
+                    backend,
+                    nbuf: o,
+                    senders: m,
+                    samples: (0..5)
+                        .map(|rep| Sample {
+                            ns: (base + rep) * m * 100,
+                            ..Sample::default()
+                        })
+                        .collect(),
+                })
+            })
+            .collect();
+        Results::new(&p, measured, Machine::default())
+    }
+
+    #[test]
+    fn summaries_and_ratios() {
+        let r = results(&[100, 300]);
+        let s = &r.cells[1].summary;
+        assert_eq!(s.reps, 5);
+        assert_eq!(
+            s.ns_per_msg,
+            Spread {
+                median: 302.0,
+                min: 300.0,
+                max: 304.0
+            }
+        );
+        assert_eq!(s.ns.median, 30200.0, "M=1, N=100");
+        assert_eq!(r.cells[0].summary.ratio_to_ref, 1.0);
+        assert!((s.ratio_to_ref - 302.0 / 102.0).abs() < 1e-12);
+        assert_eq!(r.params.locks, ["spin", "sem"]);
+    }
+
+    #[test]
+    fn survives_a_round_trip() {
+        let r = results(&[100, 300]);
+        let path = std::env::temp_dir().join(format!("chantest-rt-{}.json", std::process::id()));
+        std::fs::write(&path, crate::report::json(&r)).unwrap();
+        let back = Results::load(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(back.cells, r.cells, "summaries recomputed alike");
+        assert_eq!(back.params, r.params);
+    }
+
+    #[test]
+    fn rejects_what_it_could_not_have_written() {
+        type Spoil = fn(&mut Results);
+        let bad: [(&str, Spoil); 8] = [
+            ("format is", |r| r.format = "x".into()),
+            ("schema version", |r| r.version = 99),
+            ("no lock backends", |r| r.params.locks.clear()),
+            ("-R: 0 is out of range", |r| r.params.reps = 0),
+            ("-M: 1 appears more than once", |r| {
+                r.params.senders = vec![1, 1]
+            }),
+            ("unknown lock backend", |r| r.cells[0].lock = "mcs".into()),
+            ("no samples", |r| r.cells[0].samples[2].ns = 0),
+            ("has no such cell", |r| {
+                r.cells.remove(0);
+            }),
+        ];
+        for (want, spoil) in bad {
+            let mut r = results(&[100]);
+            assert_eq!(r.validate(), Ok(()));
+            spoil(&mut r);
+            let e = r.validate().unwrap_err();
+            assert!(e.contains(want), "{want}: {e}");
+        }
+    }
+
+    #[test]
+    fn changes() {
+        let mut r = results(&[100, 300]);
+        r.between_backends(0.1);
+        assert_eq!(r.changes.len(), 2);
+        assert!(r.changes.iter().all(|c| c.verdict == Verdict::Regressed));
+        assert_eq!(r.changes[1].cell, 3);
+        assert!(r.regressed());
+
+        let old = results(&[100, 300]);
+        let mut new = results(&[100, 300]);
+        new.against_baseline(&old, 0.1);
+        assert_eq!(new.changes.len(), 4);
+        assert!(new
+            .changes
+            .iter()
+            .all(|c| c.verdict == Verdict::Ok && c.ratio.estimate == 1.0));
+        assert!(!new.regressed());
+    }
+}

@@ -1,0 +1,344 @@
+//! The chantest binary as a user runs it: formats, exit statuses, baselines.
+//!
+//! Every run is tiny (a few thousand messages) so that the whole file takes seconds on two
+//! cores. These tests run side by side, so a tiny run's time can swing tenfold; nothing here
+//! depends on speed except through baselines doctored far beyond such swings.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_chantest");
+
+/// Flags that keep a run short.
+const TINY: &str = "-N 300 -R 2";
+
+/// Runs chantest with `args` (split at whitespace) and asserts its exit status.
+fn run(args: &str, status: i32) -> Output {
+    run_args(&args.split_whitespace().collect::<Vec<_>>(), status)
+}
+
+fn run_args(args: &[&str], status: i32) -> Output {
+    let o = Command::new(BIN).args(args).output().expect("run chantest");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(status),
+        "chantest {args:?}\nstderr: {err}"
+    );
+    o
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
+}
+
+/// A fresh scratch directory for one test, whose path has no spaces (see [`run`]).
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("chantest-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    assert!(!dir.display().to_string().contains(char::is_whitespace));
+    dir
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("valid JSON")
+}
+
+#[test]
+fn table_lists_every_cell() {
+    let o = run(&format!("{TINY} -O 0,2 -M 1..2"), 0);
+    let out = stdout(&o);
+    assert!(out.starts_with("# N=300 values per sender, R=2"), "{out}");
+    assert!(out.contains("ns/msg") && out.contains("ratio") && out.contains("vcsw/msg"));
+    for lock in ["spin", "sem", "adaptive"] {
+        let rows = out.lines().filter(|l| l.starts_with(lock)).count();
+        assert_eq!(rows, 4, "{lock} in {out}");
+    }
+    assert!(
+        stderr(&o).is_empty(),
+        "no progress noise when stderr is not a terminal"
+    );
+}
+
+#[test]
+fn csv_has_the_documented_columns() {
+    let o = run(
+        &format!("{TINY} --format csv -O 0,1 -M 1,3 --lock sem,adaptive"),
+        0,
+    );
+    let out = stdout(&o);
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "lock,O,M,N,reps,ns_per_msg,ns_per_msg_min,ns_per_msg_max,cycles_per_msg,cpu_ns_per_msg,\
+         vcsw_per_msg,ivcsw_per_msg,ratio_to_ref,futex_waits_per_msg,futex_wakes_per_msg,\
+         global_lock,ns_total,ns_total_min,ns_total_max"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2 * 2 * 2);
+    for row in &rows {
+        assert_eq!(row.len(), 19, "{row:?}");
+        assert_eq!((row[3], row[4]), ("300", "2"));
+        let [ns, lo, hi] = [5, 6, 7].map(|i| row[i].parse::<f64>().unwrap());
+        assert!(0.0 < lo && lo <= ns && ns <= hi, "{row:?}");
+    }
+    // The reference is the first backend listed.
+    assert!(rows.iter().filter(|r| r[0] == "sem").all(|r| r[12] == "1"));
+}
+
+#[test]
+fn json_is_the_results_document() {
+    let o = run(
+        &format!("{TINY} --format json -O 1 -M 1,2 --lock adaptive"),
+        0,
+    );
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("valid JSON");
+    assert_eq!(v["format"], "chantest-results");
+    assert_eq!(v["params"]["N"], 300);
+    assert_eq!(v["params"]["M"], serde_json::json!([1, 2]));
+    assert!(v["machine"]["nproc"].as_u64().unwrap() >= 1);
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    for c in cells {
+        assert_eq!(c["samples"].as_array().unwrap().len(), 2);
+        assert!(c["summary"]["ns_per_msg"]["median"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn plain_prints_one_total_per_run() {
+    let out = stdout(&run(
+        &format!("{TINY} --plain -M 1,2 --lock sem,adaptive"),
+        0,
+    ));
+    let totals: Vec<u64> = out
+        .lines()
+        .map(|l| l.parse().expect("bare integer"))
+        .collect();
+    assert_eq!(totals.len(), 2 * 2 * 2, "{out}");
+    assert!(totals.iter().all(|&t| t > 0));
+}
+
+#[test]
+fn pinned_global_lock_runs() {
+    let o = run(&format!("{TINY} --pin --global-lock -M 3"), 0);
+    assert!(stdout(&o).contains("one global lock, pinned"));
+}
+
+#[test]
+fn plot_draws_svg() {
+    let svg = scratch("plot").join("chan.svg");
+    run(
+        &format!("{TINY} -O 0,10 -M 1..3 --plot {}", svg.display()),
+        0,
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"));
+    assert!(text.contains("M (senders)") && text.contains("ns per message"));
+    assert!(text.contains("O = 0") && text.contains("O = 10"));
+    assert_eq!(
+        text.matches("<polyline").count(),
+        2 * 3,
+        "one line per backend per panel"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_status_2() {
+    let dir = scratch("bad");
+    let garbage = dir.join("garbage.json");
+    std::fs::write(&garbage, "{ not json").unwrap();
+    let wrong = dir.join("wrong.json");
+    std::fs::write(&wrong, r#"{"format": "something-else", "version": 1}"#).unwrap();
+    let (garbage, wrong, dir) = (garbage.display(), wrong.display(), dir.display());
+    for (args, want) in [
+        (vec!["-O", "abc"], "`abc` is not a number"),
+        (vec!["-O", "-1"], "negative"),
+        (vec!["-M", "0"], "out of range"),
+        (vec!["-N", "0"], "out of range"),
+        (vec!["-R", "0"], "out of range"),
+        (vec!["-M", "8..1"], "empty"),
+        (vec!["-O", ""], "wants a value"),
+        (vec!["--lock", "mcs"], "unknown lock backend `mcs`"),
+        (vec!["--lock", "adaptive:spin_ns=x"], "spin_ns"),
+        (
+            vec!["--lock", "spin,sem", "--ref", "adaptive"],
+            "--ref adaptive",
+        ),
+        (vec!["--compare", "spin"], "two backends"),
+        (vec!["--threshold", "x"], "fraction"),
+        (vec!["--bogus"], "unexpected argument"),
+    ] {
+        check_usage_error(&args, want);
+    }
+    for (args, want) in [
+        (
+            format!("--baseline {dir}/missing.json"),
+            "cannot read baseline",
+        ),
+        (
+            format!("--baseline {garbage}"),
+            "not a chantest results file",
+        ),
+        (format!("--baseline {wrong}"), "not a chantest results file"),
+        (
+            format!("--save {dir}/no/such/dir/out.json"),
+            "cannot write --save",
+        ),
+        (format!("--plot {dir}"), "cannot write --plot"),
+    ] {
+        check_usage_error(&args.split_whitespace().collect::<Vec<_>>(), want);
+    }
+}
+
+fn check_usage_error(args: &[&str], want: &str) {
+    let o = run_args(args, 2);
+    let err = stderr(&o);
+    assert!(err.starts_with("chantest: "), "{args:?}: {err}");
+    assert!(err.contains(want), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(stdout(&o).is_empty(), "{args:?}");
+}
+
+#[test]
+fn a_lost_or_duplicated_value_is_status_3() {
+    let err = stderr(&run(&format!("{TINY} --inject-fault -M 2"), 3));
+    assert!(
+        err.starts_with("chantest: channel check failed: sender 0's value 1"),
+        "{err}"
+    );
+}
+
+/// Saves a tiny baseline of two backends at two points, R=5 so that intervals exist.
+fn save_baseline(dir: &Path) -> String {
+    let path = dir.join("base.json").display().to_string();
+    run(
+        &format!("-N 2000 -R 5 -O 10 -M 1,2 --lock sem,adaptive --save {path}"),
+        0,
+    );
+    path
+}
+
+#[test]
+fn baseline_round_trip_passes() {
+    let base = save_baseline(&scratch("roundtrip"));
+    // Only a hundredfold slowdown would count, so noise cannot fail this.
+    let out = stdout(&run(&format!("--baseline {base} --threshold 100"), 0));
+    assert!(out.contains("new/old ns per message"), "{out}");
+    assert!(out.contains("# 0 of 4 cells regressed"), "{out}");
+    // The same cells named explicitly are accepted, and so is a subset.
+    run(
+        &format!("--baseline {base} --threshold 100 -M 2 --lock adaptive -R 2"),
+        0,
+    );
+    let csv = stdout(&run(
+        &format!("--baseline {base} --threshold 100 --format csv"),
+        0,
+    ));
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.ends_with(",vs,vs_ns_per_msg,ratio,ratio_ci_low,ratio_ci_high,verdict"),
+        "{header}"
+    );
+}
+
+#[test]
+fn baseline_cells_must_match() {
+    let base = save_baseline(&scratch("mismatch"));
+    for extra in ["-O 0", "-M 3", "-N 1000", "--lock spin", "--global-lock"] {
+        let o = run(&format!("--baseline {base} {extra}"), 2);
+        assert!(
+            stderr(&o).contains("has no cell"),
+            "{extra}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+/// Writes `path` to `out` with every stored `ns` replaced by `f(ns)`.
+fn doctor(path: &str, out: &Path, f: impl Fn(u64) -> u64) {
+    let mut v = json(Path::new(path));
+    for cell in v["cells"].as_array_mut().unwrap() {
+        for sample in cell["samples"].as_array_mut().unwrap() {
+            let ns = sample["ns"].as_u64().unwrap();
+            sample["ns"] = Value::from(f(ns).max(1));
+        }
+    }
+    std::fs::write(out, v.to_string()).unwrap();
+}
+
+#[test]
+fn a_doctored_baseline_is_a_regression() {
+    let dir = scratch("doctored");
+    let base = save_baseline(&dir);
+    // Stored times divided by a thousand: today's run looks a thousand times slower. Halving
+    // would do on a quiet machine, but not beside the other tests, where a tiny run's time
+    // can swing tenfold; no swing comes near a thousandfold.
+    let fast = dir.join("fast.json");
+    doctor(&base, &fast, |ns| ns / 1000);
+    let o = run(&format!("--baseline {} --threshold 0.2", fast.display()), 1);
+    let out = stdout(&o);
+    assert_eq!(out.matches("REGRESSED").count(), 4, "{out}");
+    // And a baseline a thousand times slower is an improvement, not a regression.
+    let slow = dir.join("slow.json");
+    doctor(&base, &slow, |ns| ns * 1000);
+    let o = run(
+        &format!(
+            "--baseline {} --threshold 0.2 --format json",
+            slow.display()
+        ),
+        0,
+    );
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let changes = v["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 4);
+    assert!(
+        changes.iter().all(|c| c["verdict"] == "improved"),
+        "{changes:?}"
+    );
+}
+
+#[test]
+fn a_malformed_baseline_is_status_2() {
+    let dir = scratch("malformed");
+    let base = save_baseline(&dir);
+    let mut v = json(Path::new(&base));
+    v["cells"][0]["samples"] = Value::Array(vec![]);
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, v.to_string()).unwrap();
+    let o = run(&format!("--baseline {}", bad.display()), 2);
+    assert!(stderr(&o).contains("no samples"), "{}", stderr(&o));
+}
+
+#[test]
+fn save_may_overwrite_its_baseline() {
+    let base = save_baseline(&scratch("overwrite"));
+    run(
+        &format!("--baseline {base} --save {base} --threshold 100 -R 2"),
+        0,
+    );
+    assert_eq!(json(Path::new(&base))["params"]["reps"], 2);
+}
+
+#[test]
+fn compare_reports_b_against_a() {
+    let o = run(
+        "-N 2000 -R 5 -M 1,2 --compare adaptive,adaptive --threshold 100",
+        0,
+    );
+    let out = stdout(&o);
+    assert!(out.contains("adaptive (A)"), "{out}");
+    assert!(out.contains("# 0 of 2 cells regressed"), "{out}");
+    let o = run(&format!("{TINY} --compare sem,adaptive --format json"), 0);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["changes"][0]["verdict"], "too_few_reps",
+        "2 reps a side cannot reach 95%"
+    );
+}
