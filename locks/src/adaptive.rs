@@ -4,32 +4,46 @@
 //! The lock is Drepper's three-state futex mutex (0 free, 1 held, 2 held with sleepers), as in
 //! std: a contended locker first watches the word with relaxed loads and a PAUSE hint, but only
 //! while the holder has no sleepers queued (state 1) and only for a budget of *time*
-//! ([`AdaptiveParams::spin_ns`]); then it marks the word 2 and sleeps. Unlock wakes one sleeper
-//! only if the word said 2. When the process may run on a single CPU it does not spin at all:
-//! the holder cannot make progress while we burn the only CPU.
+//! ([`AdaptiveParams::spin_ns`]), then keeps watching between `sched_yield`s for a second
+//! budget ([`AdaptiveParams::yield_ns`]), and only then marks the word 2 and sleeps. Unlock
+//! wakes one sleeper only if the word said 2. When the process may run on a single CPU it skips
+//! the spinning (the holder cannot progress while we burn the only CPU) but still yields, which
+//! hands that CPU to the thread we are waiting for.
 
 use crate::futex;
 use crate::spin::{worth_spinning, Budget};
 use crate::stats::count;
 use crate::strategy::{parse_num, Params, Strategy, Waiter};
-use crate::sync::{spin_hint, AtomicU32, Ordering::*};
+use crate::sync::{spin_hint, yield_now, AtomicU32, Ordering::*};
 use std::fmt;
 use std::time::Instant;
 
 /// Tuning of [`Adaptive`] and its waiter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AdaptiveParams {
-    /// How long to spin before sleeping, in nanoseconds; 0 never spins.
+    /// How long to spin (PAUSE-hinted loads) before yielding, in nanoseconds; 0 never spins.
+    /// Skipped when the process may run on only one CPU.
     pub spin_ns: u32,
+    /// How long to keep calling `sched_yield` after spinning, before sleeping on the futex,
+    /// in nanoseconds; 0 never yields.
+    pub yield_ns: u32,
 }
 
 impl AdaptiveParams {
-    /// The defaults.
+    /// The defaults, chosen by measurement (chantest, 2-vCPU KVM guest, Nov 2026).
     ///
-    /// A futex sleep and wake costs about 14 us on our 2-vCPU machine and a cache-line
-    /// hand-off about 65 ns, so a budget of a few microseconds covers any critical section
-    /// that is worth spinning for while staying well below the cost of the sleep it avoids.
-    pub const DEFAULT: AdaptiveParams = AdaptiveParams { spin_ns: 4_000 };
+    /// A futex sleep and wake costs about 14 us there and a `sched_yield` about 0.2 us, so
+    /// watching the word between yields for 20 us before sleeping catches nearly every
+    /// channel hand-off without a sleep (with a 5 us budget, rendezvous O=0 M=1 went from
+    /// 347 to 1660 ns per message as 7.5 % of messages slept). PAUSE-spinning first did not
+    /// pay on that machine: in all four of erik's cells each extra 150 ns of spin budget made
+    /// a message 20-60 ns slower than yielding at once (O=10 M=1: 130, 165, 185 ns for 0,
+    /// 150, 300 ns of spin), so the default is 0 and the knob stays for machines where a
+    /// running partner answers within a spin.
+    pub const DEFAULT: AdaptiveParams = AdaptiveParams {
+        spin_ns: 0,
+        yield_ns: 20_000,
+    };
 }
 
 impl Default for AdaptiveParams {
@@ -44,18 +58,22 @@ impl fmt::Display for AdaptiveParams {
         if self.spin_ns != Self::DEFAULT.spin_ns {
             write!(f, ":spin_ns={}", self.spin_ns)?;
         }
+        if self.yield_ns != Self::DEFAULT.yield_ns {
+            write!(f, ":yield_ns={}", self.yield_ns)?;
+        }
         Ok(())
     }
 }
 
 impl Params for AdaptiveParams {
-    const KEYS: &'static [&'static str] = &["spin_ns"];
+    const KEYS: &'static [&'static str] = &["spin_ns", "yield_ns"];
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "spin_ns" => self.spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
+            "yield_ns" => self.yield_ns = parse_num(key, value, 1_000_000_000)? as u32,
             _ => {
                 return Err(format!(
-                    "unknown parameter `{key}` for adaptive (valid: spin_ns)"
+                    "unknown parameter `{key}` for adaptive (valid: spin_ns, yield_ns)"
                 ))
             }
         }
@@ -63,24 +81,33 @@ impl Params for AdaptiveParams {
     }
 }
 
-/// Spins on `word` while it holds `busy`, within the budget; returns the last value seen.
+/// Waits for `word` to leave the value `busy` without sleeping: PAUSE-spin for `spin_ns`
+/// (only if another CPU could be running the thread we wait for), then yield until
+/// `yield_ns` more have passed. Returns the last value seen, `busy` if the budgets ran out.
 #[inline]
-fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
-    let s = word.load(Relaxed);
-    if s != busy || spin_ns == 0 || !worth_spinning() {
+fn wait_while(word: &AtomicU32, busy: u32, p: AdaptiveParams) -> u32 {
+    let mut s = word.load(Relaxed);
+    if s != busy {
         return s;
     }
-    let budget = Budget::start(spin_ns);
-    let mut spins = 0u32;
-    let s = loop {
-        let s = word.load(Relaxed);
-        if s != busy || budget.spent() {
-            break s;
+    if p.spin_ns != 0 && worth_spinning() {
+        let budget = Budget::start(p.spin_ns);
+        let mut spins = 0u32;
+        while s == busy && !budget.spent() {
+            spin_hint();
+            spins += 1;
+            s = word.load(Relaxed);
         }
-        spin_hint();
-        spins += 1;
-    };
-    count!(spins, spins);
+        count!(spins, spins);
+    }
+    if s == busy && p.yield_ns != 0 {
+        let budget = Budget::start(p.yield_ns);
+        while s == busy && !budget.spent() {
+            count!(yields);
+            yield_now();
+            s = word.load(Relaxed);
+        }
+    }
     s
 }
 
@@ -94,8 +121,8 @@ const CONTENDED: u32 = 2;
 /// use locks::{Adaptive, AdaptiveParams, Mutex};
 /// let m = Mutex::<Adaptive, _>::new(0);
 /// *m.lock() += 1;
-/// // A lock that never spins, for experiments:
-/// let m = Mutex::from_raw(Adaptive::new(AdaptiveParams { spin_ns: 0 }), 0);
+/// // A lock that goes straight to the futex, for experiments:
+/// let m = Mutex::from_raw(Adaptive::new(AdaptiveParams { spin_ns: 0, yield_ns: 0 }), 0);
 /// assert_eq!(*m.lock(), 0);
 /// ```
 pub struct Adaptive {
@@ -125,7 +152,7 @@ impl Adaptive {
     #[cold]
     fn lock_contended(&self) {
         count!(contended);
-        let mut s = spin_while(&self.state, LOCKED, self.params.spin_ns);
+        let mut s = wait_while(&self.state, LOCKED, self.params);
         if s == UNLOCKED {
             match self
                 .state
@@ -142,7 +169,7 @@ impl Adaptive {
                 return;
             }
             futex::wait(&self.state, CONTENDED);
-            s = spin_while(&self.state, LOCKED, self.params.spin_ns);
+            s = wait_while(&self.state, LOCKED, self.params);
         }
     }
 }
@@ -226,7 +253,7 @@ impl AdaptiveWaiter {
 
     /// Sleeps until signalled or, given a deadline, until it passes; `true` if signalled.
     fn park(&self, deadline: Option<Instant>) -> bool {
-        if spin_while(&self.state, EMPTY, self.params.spin_ns) == SET {
+        if wait_while(&self.state, EMPTY, self.params) == SET {
             return self.is_signalled();
         }
         loop {

@@ -16,9 +16,9 @@ use std::str::FromStr;
 ///
 /// ```
 /// use locks::Backend;
-/// let b: Backend = "adaptive:spin_ns=0".parse().unwrap();
+/// let b: Backend = "adaptive:spin_ns=500".parse().unwrap();
 /// assert_eq!(b.name(), "adaptive");
-/// assert_eq!(b.to_string(), "adaptive:spin_ns=0");
+/// assert_eq!(b.to_string(), "adaptive:spin_ns=500");
 /// assert!("mcs".parse::<Backend>().unwrap_err().to_string().contains("spin, sem, adaptive"));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -50,7 +50,24 @@ fn semlock_exclusion() {
 #[test]
 fn adaptive_exclusion() {
     exclusion(|| Adaptive::new(AdaptiveParams::DEFAULT), 2);
-    exclusion(|| Adaptive::new(AdaptiveParams { spin_ns: 0 }), 3);
+    exclusion(
+        || {
+            Adaptive::new(AdaptiveParams {
+                spin_ns: 1000,
+                yield_ns: 1000,
+            })
+        },
+        2,
+    );
+    exclusion(
+        || {
+            Adaptive::new(AdaptiveParams {
+                spin_ns: 0,
+                yield_ns: 0,
+            })
+        },
+        3,
+    );
 }
 
 #[test]

@@ -80,7 +80,7 @@ fn mutual_exclusion_every_backend_oversubscribed() {
 #[test]
 fn mutual_exclusion_with_unusual_parameters() {
     for name in [
-        "adaptive:spin_ns=0",
+        "adaptive:yield_ns=0",
         "adaptive:spin_ns=100000",
         "spin:yields=0:sleep_us=1",
     ] {
@@ -260,10 +260,10 @@ fn waiters_of_every_backend() {
     for b in Backend::ALL {
         b.visit(Waiters);
     }
-    "adaptive:spin_ns=0"
-        .parse::<Backend>()
-        .unwrap()
-        .visit(Waiters);
+    // Straight to the futex, and PAUSE-spinning before it.
+    for name in ["adaptive:yield_ns=0", "adaptive:spin_ns=2000:yield_ns=0"] {
+        name.parse::<Backend>().unwrap().visit(Waiters);
+    }
 }
 
 #[test]
