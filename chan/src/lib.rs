@@ -54,3 +54,8 @@ pub use crate::error::{
 };
 pub use crate::iter::{IntoIter, Iter, TryIter};
 pub use locks;
+
+/// The workspace README, whose examples run as doctests here (chan depends on locks).
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -114,7 +114,3 @@ unsafe impl lock_api::RawMutexFair for SemLock {
         unsafe { Strategy::unlock(self) }
     }
 }
-
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;
