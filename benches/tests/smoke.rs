@@ -1,0 +1,76 @@
+//! Every workload once, small, on every implementation: the suites must not hang or fail.
+
+#[allow(dead_code)]
+#[path = "../common/mod.rs"]
+mod common;
+
+use common::mpsc::{Peer, Spec};
+use common::mutex::{contended, for_each_lock, Counter, LockVisitor};
+use common::select::Selector;
+
+#[test]
+fn every_lock_counts() {
+    struct Check(Vec<String>);
+    impl LockVisitor for Check {
+        fn visit<C: Counter>(&mut self, name: &str) {
+            let m = C::new();
+            m.incr();
+            assert_eq!(m.get(), 1);
+            contended::<C>(3, 100, 2);
+            self.0.push(name.to_owned());
+        }
+    }
+    let mut check = Check(vec![]);
+    for_each_lock(&mut check);
+    assert_eq!(
+        check.0,
+        [
+            "spin",
+            "sem",
+            "adaptive",
+            "std",
+            "parking_lot",
+            "spin-crate"
+        ]
+    );
+}
+
+#[test]
+fn every_channel_delivers() {
+    let names: Vec<_> = Peer::all().iter().map(Peer::name).collect();
+    assert_eq!(
+        names,
+        [
+            "spin",
+            "sem",
+            "adaptive",
+            "crossbeam",
+            "std",
+            "flume",
+            "kanal"
+        ]
+    );
+    for peer in Peer::all() {
+        for nbuf in [0, 1, 10] {
+            for senders in [1, 3] {
+                let spec = Spec {
+                    nbuf,
+                    senders,
+                    per_sender: 50,
+                };
+                peer.run(spec, 2);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_select_receives() {
+    for sel in Selector::all() {
+        for k in [1, 2, 4] {
+            sel.ready(k, 100);
+            sel.fed(k, 0, 100, 2);
+            sel.fed(k, 16, 100, 2);
+        }
+    }
+}
