@@ -14,7 +14,7 @@
 //! on waking we take the locks again and unlink the other nodes, returning unsent values to
 //! their places.
 
-use crate::chan::{wake, Wake};
+use crate::chan::{wake, State, Wake};
 use crate::waitq::{Context, Node, CANCELLED, CLOSED};
 use crate::Chan;
 use locks::{Adaptive, Strategy};
@@ -76,26 +76,67 @@ trait Arm<L: Strategy> {
     fn finish(&mut self);
 }
 
-struct SendArm<'a, T, L: Strategy> {
+/// The part of an arm that does not depend on its direction: the channel, and the node that
+/// queues the arm on it while the alt sleeps.
+struct Port<'a, T, L: Strategy> {
     chan: &'a Chan<T, L>,
-    src: &'a mut Option<T>,
     node: Node<T, L::Waiter>,
 }
 
-struct RecvArm<'a, T, L: Strategy> {
-    chan: &'a Chan<T, L>,
-    dst: &'a mut Option<T>,
-    node: Node<T, L::Waiter>,
-}
+impl<'a, T, L: Strategy> Port<'a, T, L> {
+    fn new(chan: &'a Chan<T, L>) -> Self {
+        Port {
+            chan,
+            node: Node::new(None),
+        }
+    }
 
-impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
     fn lock(&self) -> &L {
         self.chan.shared.raw_lock()
     }
 
+    /// # Safety
+    /// The caller must hold the channel's lock.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn state(&self) -> &mut State<T, L::Waiter> {
+        // SAFETY: forwarded.
+        unsafe { self.chan.shared.state_locked() }
+    }
+
+    /// # Safety
+    /// The caller must hold the channel's lock.
+    unsafe fn publish(&self) {
+        // SAFETY: forwarded.
+        self.chan.shared.publish(unsafe { self.state() });
+    }
+
+    /// Moves what the node's slot holds to `place`.
+    fn finish(&self, place: &mut Option<T>) {
+        // SAFETY: unlinked (the caller dequeued it), so the slot is ours again.
+        if let Some(v) = unsafe { self.node.take() } {
+            *place = Some(v);
+        }
+    }
+}
+
+struct SendArm<'a, T, L: Strategy> {
+    port: Port<'a, T, L>,
+    src: &'a mut Option<T>,
+}
+
+struct RecvArm<'a, T, L: Strategy> {
+    port: Port<'a, T, L>,
+    dst: &'a mut Option<T>,
+}
+
+impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
+    fn lock(&self) -> &L {
+        self.port.lock()
+    }
+
     unsafe fn poll(&mut self) -> Poll {
         // SAFETY: the caller holds the lock.
-        let st = unsafe { self.chan.shared.state_locked() };
+        let st = unsafe { self.port.state() };
         match () {
             _ if self.src.is_none() => Poll::Pending,
             _ if st.closed => Poll::Closed,
@@ -105,53 +146,48 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
     }
 
     unsafe fn fire(&mut self) -> Result<Wake<L::Waiter>, ()> {
-        // SAFETY: the caller holds the lock.
-        let st = unsafe { self.chan.shared.state_locked() };
         let v = self.src.take().ok_or(())?;
-        st.try_send(v).map_err(|v| *self.src = Some(v))
+        // SAFETY: the caller holds the lock.
+        unsafe { self.port.state() }
+            .try_send(v)
+            .map_err(|v| *self.src = Some(v))
     }
 
     unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize) {
         let Some(v) = self.src.take() else { return };
-        // SAFETY: the node is not linked, so it is ours; it lives in this boxed arm, which
-        // stays put until `dequeue`.
+        // SAFETY: the caller holds the lock; the node is not linked, so its slot is ours, and
+        // it lives in this boxed arm, which stays put until `dequeue`.
         unsafe {
-            self.node.put(v);
-            self.node.bind(ctx, token);
-            self.chan.shared.state_locked().sendq.push(&self.node);
+            self.port.node.put(v);
+            self.port.node.bind(ctx, token);
+            self.port.state().sendq.push(&self.port.node);
         }
     }
 
     unsafe fn dequeue(&mut self) {
         // SAFETY: the caller holds the lock.
-        unsafe { self.chan.shared.state_locked() }
-            .sendq
-            .remove(&self.node);
+        unsafe { self.port.state() }.sendq.remove(&self.port.node);
     }
 
     unsafe fn publish(&self) {
         // SAFETY: the caller holds the lock.
-        self.chan
-            .shared
-            .publish(unsafe { self.chan.shared.state_locked() });
+        unsafe { self.port.publish() }
     }
 
     fn finish(&mut self) {
-        // SAFETY: unlinked, so the slot is ours; a value still there was not sent.
-        if let Some(v) = unsafe { self.node.take() } {
-            *self.src = Some(v);
-        }
+        // A value still in the node was not sent.
+        self.port.finish(self.src);
     }
 }
 
 impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
     fn lock(&self) -> &L {
-        self.chan.shared.raw_lock()
+        self.port.lock()
     }
 
     unsafe fn poll(&mut self) -> Poll {
         // SAFETY: the caller holds the lock.
-        let st = unsafe { self.chan.shared.state_locked() };
+        let st = unsafe { self.port.state() };
         match () {
             _ if st.can_recv() => Poll::Ready,
             _ if st.closed => Poll::Closed,
@@ -161,39 +197,30 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
 
     unsafe fn fire(&mut self) -> Result<Wake<L::Waiter>, ()> {
         // SAFETY: the caller holds the lock.
-        let st = unsafe { self.chan.shared.state_locked() };
-        let (v, w) = st.try_recv().ok_or(())?;
+        let (v, w) = unsafe { self.port.state() }.try_recv().ok_or(())?;
         *self.dst = Some(v);
         Ok(w)
     }
 
     unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize) {
+        self.port.node.bind(ctx, token);
         // SAFETY: as for `SendArm::enqueue`.
-        unsafe {
-            self.node.bind(ctx, token);
-            self.chan.shared.state_locked().recvq.push(&self.node);
-        }
+        unsafe { self.port.state().recvq.push(&self.port.node) };
     }
 
     unsafe fn dequeue(&mut self) {
         // SAFETY: the caller holds the lock.
-        unsafe { self.chan.shared.state_locked() }
-            .recvq
-            .remove(&self.node);
+        unsafe { self.port.state() }.recvq.remove(&self.port.node);
     }
 
     unsafe fn publish(&self) {
         // SAFETY: the caller holds the lock.
-        self.chan
-            .shared
-            .publish(unsafe { self.chan.shared.state_locked() });
+        unsafe { self.port.publish() }
     }
 
     fn finish(&mut self) {
-        // SAFETY: unlinked, so the slot is ours; a sender may have filled it.
-        if let Some(v) = unsafe { self.node.take() } {
-            *self.dst = Some(v);
-        }
+        // A sender may have filled the node.
+        self.port.finish(self.dst);
     }
 }
 
@@ -228,9 +255,8 @@ impl<'a, L: Strategy> Alt<'a, L> {
     /// Adds a receive from `chan` whose value lands in `dst`; returns the arm's index.
     pub fn recv<T: 'a>(&mut self, chan: &'a Chan<T, L>, dst: &'a mut Option<T>) -> usize {
         self.arms.push(Box::new(RecvArm {
-            chan,
+            port: Port::new(chan),
             dst,
-            node: Node::new(None),
         }));
         self.arms.len() - 1
     }
@@ -239,9 +265,8 @@ impl<'a, L: Strategy> Alt<'a, L> {
     /// `None` disables the arm); returns the arm's index.
     pub fn send<T: 'a>(&mut self, chan: &'a Chan<T, L>, src: &'a mut Option<T>) -> usize {
         self.arms.push(Box::new(SendArm {
-            chan,
+            port: Port::new(chan),
             src,
-            node: Node::new(None),
         }));
         self.arms.len() - 1
     }
