@@ -121,3 +121,41 @@ impl Visit for TimeoutRace {
 fn timeout_races_hand_off() {
     each(TimeoutRace);
 }
+
+#[derive(Clone)]
+struct AltClaimedOnce;
+impl Visit for AltClaimedOnce {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // An alt receiving from two rendezvous channels is offered a value on each: by a
+            // blocking sender on `a` and a non-blocking one on `b`. Exactly one arm fires, and
+            // the other value is neither lost nor delivered twice.
+            let a = Chan::<u32, S>::with_params(0, p);
+            let b = Chan::<u32, S>::with_params(0, p);
+            let (ta, tb) = (a.clone(), b.clone());
+            let sa = thread::spawn(move || ta.send(1));
+            let sb = thread::spawn(move || tb.nbsend(2).is_ok());
+            let (mut x, mut y) = (None, None);
+            let mut alt = chan::Alt::new();
+            alt.recv(&a, &mut x);
+            alt.recv(&b, &mut y);
+            let fired = alt.wait();
+            drop(alt);
+            let b_sent = sb.join().unwrap();
+            match fired.index {
+                0 => assert_eq!((x, y, b_sent), (Some(1), None, false)),
+                _ => {
+                    assert_eq!((x, y, b_sent), (None, Some(2), true));
+                    assert_eq!(a.recv(), Ok(1)); // release the blocked sender
+                }
+            }
+            assert_eq!(sa.join().unwrap(), Ok(()));
+        });
+    }
+}
+
+#[test]
+fn alt_is_claimed_by_exactly_one_channel() {
+    each(AltClaimedOnce);
+}
