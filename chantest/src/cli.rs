@@ -7,8 +7,9 @@
 use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
 use crate::report::Format;
-use crate::results::{Key, Results};
+use crate::results::Results;
 use crate::sweep::Plan;
+use crate::via::{record, shm, Via};
 use clap::Parser;
 use locks::Backend;
 use std::fs::{File, OpenOptions};
@@ -26,6 +27,8 @@ pub const DEFAULT_PER_SENDER: u64 = 1 << 16;
 pub const DEFAULT_REPS: u64 = 5;
 /// Default `--threshold`.
 pub const DEFAULT_THRESHOLD: f64 = 0.10;
+/// Default `-S`: the seed's ulong.
+pub const DEFAULT_SIZE: u64 = 8;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -37,13 +40,26 @@ Examples:
   chantest --baseline before.json          same cells again; exit 1 if any regressed
   chantest --compare spin,adaptive -M 1..4 exit 1 if adaptive is slower than spin
   chantest --plain -R 3                    bare total ns per run, like Plan 9's chantest
+  chantest --via chan,pipe,unix -M 1,2,8   the same workload through the kernel, beside chan
+  chantest --via shm,pipe -S 8k -N 20000   8 KiB messages between two processes (seed 000)
+  chantest --via chan,unix -S 1M -N 500    1 MiB messages, every byte written and read
+  chantest --via signal -N 100000          signal ping-pong: ns and cycles per signal
+
+Transports (--via): chan runs once per --lock backend. pipe and unix: M threads write S-byte
+messages into one pipe or one unix stream socket pair, one thread reads; -O does not apply
+(the kernel's buffer is the buffer); writers take turns through a mutex when writes could
+interleave (unix with M > 1, pipe with M > 1 and S > 4096). shm: M threads of a second
+chantest process copy messages into a ring of O slots in shared memory (O=0 runs with one
+slot), futex waits. signal: N round trips of a signal between two processes, figures per
+signal one way; needs -M 1 and -S 8. Ratios are to chan with --ref's backend, or to the first
+transport listed when chan is not.
 
 Verdicts (--baseline, --compare): per cell, new/old ns per message is estimated with a 95%
 interval (Hodges-Lehmann / Mann-Whitney on logarithms; needs R >= 4 on each side). A cell has
 regressed when the whole interval lies above 1 and the estimate exceeds 1 + --threshold.
 
-Exit status: 0 ok, 1 a cell regressed, 2 usage error, 3 a value was lost, duplicated or
-reordered.";
+Exit status: 0 ok, 1 a cell regressed, 2 usage error, 3 a value was lost, duplicated,
+reordered or damaged, or a transport failed mid-run (e.g. its peer process died).";
 
 /// erik quanstrom's channel benchmark (9fans, 2013): M senders each send N values down one
 /// channel with O buffers to a single receiver; the figure is the time until all M×N have
@@ -69,7 +85,8 @@ pub struct Args {
     )]
     pub senders: Option<Grid>,
 
-    /// Values each sender sends (the seed used 2097152) [default: 65536]
+    /// Values each sender sends (the seed used 2097152); round trips for --via signal
+    /// [default: 65536]
     #[arg(
         short = 'N',
         value_name = "COUNT",
@@ -93,6 +110,15 @@ pub struct Args {
     /// One lock for all channels, as Plan 9 had, instead of one per channel
     #[arg(long)]
     pub global_lock: bool,
+
+    /// Transports side by side: chan, pipe, unix, signal, shm, e.g. chan,pipe,unix
+    /// [default: chan]
+    #[arg(long, value_name = "VIAS", value_parser = via_list)]
+    pub via: Option<ViaList>,
+
+    /// Bytes per message: 8 (the value alone) or 16 and up, e.g. 4096, 8k, 1M [default: 8]
+    #[arg(short = 'S', value_name = "SIZE", value_parser = size)]
+    pub size: Option<u64>,
 
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -141,6 +167,10 @@ pub struct Args {
 #[derive(Clone, Debug)]
 pub struct LockList(pub Vec<Backend>);
 
+/// A `--via` list.
+#[derive(Clone, Debug)]
+pub struct ViaList(pub Vec<Via>);
+
 /// A `--compare` pair.
 #[derive(Clone, Copy, Debug)]
 pub struct LockPair(pub Backend, pub Backend);
@@ -181,6 +211,34 @@ fn lock_pair(s: &str) -> Result<LockPair, String> {
         [a, b] => Ok(LockPair(a, b)),
         _ => Err("wants two backends, A,B".into()),
     }
+}
+
+fn via_list(s: &str) -> Result<ViaList, String> {
+    Via::parse_list(s).map(ViaList)
+}
+
+/// A byte count with an optional binary suffix: `8`, `4k`, `1M`, `1G`.
+fn size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, unit) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c.to_ascii_lowercase()),
+        _ => (t, ' '),
+    };
+    let shift = match unit {
+        ' ' => 0,
+        'k' => 10,
+        'm' => 20,
+        'g' => 30,
+        _ => return Err(format!("`{s}` is not a size such as 8, 4096, 8k or 1M")),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size such as 8, 4096, 8k or 1M"))?;
+    let bytes = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{s}` is out of range"))?;
+    record::check_size(bytes)?;
+    Ok(bytes)
 }
 
 fn threshold(s: &str) -> Result<f64, String> {
@@ -308,9 +366,20 @@ impl Args {
                 .map_err(|e| usage!("baseline: {e}"))?,
             None => (None, None),
         };
+        let vias = match (self.via, &baseline) {
+            (Some(ViaList(v)), _) => v,
+            (None, Some(b)) => b.vias().map_err(|e| usage!("baseline: {e}"))?,
+            (None, None) => vec![Via::Chan],
+        };
+        let size = self
+            .size
+            .or(from_file.map(|p| p.size))
+            .unwrap_or(DEFAULT_SIZE);
         let plan = Plan {
             backends,
             reference,
+            vias,
+            size: usize::try_from(size).map_err(|_| usage!("-S {size} is too large"))?,
             nbuf: self.nbuf.or(file_nbuf).unwrap_or(Grid::one(DEFAULT_NBUF)),
             senders: self
                 .senders
@@ -328,6 +397,7 @@ impl Args {
             pin: self.pin || from_file.is_some_and(|p| p.pin),
             fault: self.inject_fault,
         };
+        check_transports(&plan, self.compare.is_some())?;
 
         let mode = match baseline {
             Some(old) => {
@@ -372,24 +442,44 @@ fn find(backends: &[Backend], r: &Backend) -> Result<usize, Error> {
     }
 }
 
+/// What some transports cannot do, said before anything runs.
+fn check_transports(plan: &Plan, compare: bool) -> Result<(), Error> {
+    let has = |v| plan.vias.contains(&v);
+    if has(Via::Signal) {
+        if let Some(m) = plan.senders.values().iter().find(|&&m| m != 1) {
+            return Err(usage!(
+                "--via signal ping-pongs between two processes: it takes -M 1, not -M {m}"
+            ));
+        }
+        if plan.size != record::TAG {
+            return Err(usage!(
+                "--via signal carries one 8-byte value per signal: it takes -S 8, not -S {}",
+                plan.size
+            ));
+        }
+    }
+    if has(Via::Shm) {
+        for &o in plan.nbuf.values() {
+            shm::check_ring(o, plan.size as u64).map_err(Error::Usage)?;
+        }
+    }
+    if compare && !has(Via::Chan) {
+        return Err(usage!(
+            "--compare compares lock backends over chan: --via must include chan"
+        ));
+    }
+    Ok(())
+}
+
 /// Every cell the plan will run must be in the baseline.
 fn check_cells(plan: &Plan, old: &Results, path: &Path) -> Result<(), Error> {
-    for (o, m) in plan.points() {
-        for b in &plan.backends {
-            let key = Key {
-                lock: b.to_string(),
-                nbuf: o,
-                senders: m,
-                per_sender: plan.per_sender,
-                global_lock: plan.global_lock,
-            };
-            if old.cell(&key).is_none() {
-                return Err(usage!(
-                    "baseline {} has no cell {key}; leave out -O/-M/-N/--lock/--global-lock to \
-                     re-run its own cells",
-                    path.display()
-                ));
-            }
+    for key in plan.keys() {
+        if old.cell(&key).is_none() {
+            return Err(usage!(
+                "baseline {} has no cell {key}; leave out -O/-M/-N/-S/--via/--lock/--global-lock \
+                 to re-run its own cells",
+                path.display()
+            ));
         }
     }
     Ok(())
@@ -460,6 +550,12 @@ mod tests {
             ("chantest --lock adaptive:bogus=1", "bogus"),
             ("chantest --compare spin", "two backends"),
             ("chantest --threshold -1", "fraction"),
+            ("chantest --via tcp", "unknown transport `tcp`"),
+            ("chantest --via pipe,pipe", "listed twice"),
+            ("chantest -S 0", "at least its 8-byte value"),
+            ("chantest -S 12", "at least 16"),
+            ("chantest -S 4x", "not a size"),
+            ("chantest -S 1G", "out of range"),
             ("chantest --plain --format csv", "cannot be used with"),
             (
                 "chantest --compare spin,sem --lock sem",
@@ -470,6 +566,36 @@ mod tests {
             let e = args(line).unwrap_err();
             assert!(e.contains(want), "{line}: {e}");
             assert!(!e.contains('\n'), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn sizes_and_transports() {
+        for (text, bytes) in [
+            ("8", 8),
+            ("16", 16),
+            ("4k", 4096),
+            ("8K", 8192),
+            ("1M", 1 << 20),
+        ] {
+            assert_eq!(size(text), Ok(bytes), "{text}");
+        }
+        let a = args("chantest --via shm,chan -S 4k").unwrap();
+        assert_eq!(a.via.unwrap().0, [Via::Shm, Via::Chan]);
+        assert_eq!(a.size, Some(4096));
+        let s = args("chantest").unwrap().setup().unwrap();
+        assert_eq!((s.plan.vias.as_slice(), s.plan.size), (&[Via::Chan][..], 8));
+        for (line, want) in [
+            ("chantest --via signal -M 1,2", "takes -M 1, not -M 2"),
+            ("chantest --via chan,signal -S 16", "takes -S 8"),
+            ("chantest --via shm -O 1000 -S 16M", "lower -O or -S"),
+            (
+                "chantest --via pipe --compare spin,sem",
+                "must include chan",
+            ),
+        ] {
+            let e = args(line).unwrap().setup().unwrap_err();
+            assert!(e.to_string().contains(want), "{line}: {e}");
         }
     }
 

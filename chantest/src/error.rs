@@ -5,7 +5,7 @@
 //! | 0 | ran; nothing regressed |
 //! | 1 | ran; a cell regressed (`--baseline`, `--compare`) |
 //! | 2 | usage: bad flags, unreadable or mismatched baseline, unwritable output, no threads |
-//! | 3 | a channel lost, duplicated or reordered a value |
+//! | 3 | a channel or transport lost, duplicated, reordered or corrupted a value, or a transport failed mid-run (its peer process died, a read failed) |
 
 use std::fmt;
 use std::process::ExitCode;
@@ -20,6 +20,9 @@ pub enum Error {
     Usage(String),
     /// The channel broke its contract: the benchmark's figures would be meaningless (exit 3).
     Violation(String),
+    /// A transport broke down mid-run (its peer process died, a read or write failed): the
+    /// values did not all arrive, so this too is exit 3, but nobody's contract was broken.
+    Transport(String),
 }
 
 impl Error {
@@ -27,7 +30,7 @@ impl Error {
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self {
             Error::Usage(_) => 2,
-            Error::Violation(_) => 3,
+            Error::Violation(_) | Error::Transport(_) => 3,
         })
     }
 }
@@ -37,6 +40,7 @@ impl fmt::Display for Error {
         match self {
             Error::Usage(s) => f.write_str(s),
             Error::Violation(s) => write!(f, "channel check failed: {s}"),
+            Error::Transport(s) => write!(f, "transport failed: {s}"),
         }
     }
 }

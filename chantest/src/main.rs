@@ -4,7 +4,10 @@
 //! (flags, with [`grid`] for value lists) makes a [`sweep::Plan`]; [`sweep`] runs each cell's
 //! [`workload`], read by the clocks in [`measure`] (optionally pinned by [`affinity`], watched
 //! by [`progress`]); [`results`] keeps the samples (described by [`machine`]) and compares
-//! them using [`verdict`]; [`report`] and [`plot`] print them.
+//! them using [`verdict`]; [`report`] and [`plot`] print them. [`via`] carries the same
+//! workload over pipes, unix sockets, shared memory and signals; its two-process transports
+//! start chantest again as their peer (`chantest --peer …`, see [`via::peer`]), which is
+//! recognised here before any flag is parsed.
 
 mod affinity;
 mod cli;
@@ -18,6 +21,7 @@ mod report;
 mod results;
 mod sweep;
 mod verdict;
+mod via;
 mod workload;
 
 use cli::Mode;
@@ -27,6 +31,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    if let Some(code) = via::peer::main_if_peer() {
+        return code;
+    }
     match run() {
         Ok(code) => code,
         Err(e) => {

@@ -1,7 +1,8 @@
 //! The clocks a run reads: wall time, the time-stamp counter, and the kernel's accounting.
 //!
 //! `getrusage(RUSAGE_SELF)` covers every thread of the process, so deltas taken by the
-//! receiver around a run include the senders' CPU time and context switches as well.
+//! receiver around a run include the senders' CPU time and context switches as well. A
+//! transport with a peer process adds the peer's own figures, which it reports at the end.
 
 use std::time::Instant;
 
@@ -32,6 +33,15 @@ impl Usage {
             cpu_ns: ns(ru.ru_utime) + ns(ru.ru_stime),
             vcsw: ru.ru_nvcsw as u64,
             ivcsw: ru.ru_nivcsw as u64,
+        }
+    }
+
+    /// The two together: this process's and a peer process's usage.
+    pub fn plus(&self, other: &Usage) -> Usage {
+        Usage {
+            cpu_ns: self.cpu_ns.saturating_add(other.cpu_ns),
+            vcsw: self.vcsw.saturating_add(other.vcsw),
+            ivcsw: self.ivcsw.saturating_add(other.ivcsw),
         }
     }
 
@@ -114,6 +124,22 @@ pub struct Sample {
     /// Futex wakes by the locks and waiters (0 without the `stats` feature).
     #[serde(default)]
     pub futex_wakes: u64,
+}
+
+impl Sample {
+    /// A sample of `(ns, cycles)` from [`Stamp::since`] and the usage over the same run,
+    /// without futex counts (for transports the `locks` crate does not count).
+    pub fn new((ns, cycles): (u64, u64), used: Usage) -> Sample {
+        Sample {
+            ns,
+            cycles,
+            cpu_ns: used.cpu_ns,
+            vcsw: used.vcsw,
+            ivcsw: used.ivcsw,
+            futex_waits: 0,
+            futex_wakes: 0,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! `--plot`: ns per message against M, one line per backend, one panel per O, as SVG.
+//! `--plot`: ns per message against M, one line per backend (and per other transport), one
+//! panel per O, as SVG.
 //!
 //! Written by hand: the picture is a few lines and axes, and an SVG is text any browser shows.
 //! Each point is a cell's median with a bar from its fastest to its slowest repetition.
@@ -28,9 +29,9 @@ pub fn svg(r: &Results) -> String {
          viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     );
-    // Legend: one swatch per backend.
+    // Legend: one swatch per series.
     let mut x = 10.0;
-    for (i, lock) in p.locks.iter().enumerate() {
+    for (i, lock) in r.series().iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let _ = writeln!(
             s,
@@ -62,9 +63,10 @@ pub fn svg(r: &Results) -> String {
 }
 
 fn panel(s: &mut String, r: &Results, o: u64, ox: f64, oy: f64) {
-    // Cells come in groups of one per backend, in `params.locks` order: position, not name,
-    // says whose a cell is (`--compare A,A` has two sides of one name).
-    let nlocks = r.params.locks.len().max(1);
+    // Cells come in groups of one per series, in `series()` order: position, not name, says
+    // whose a cell is (`--compare A,A` has two sides of one name).
+    let series = r.series();
+    let nlocks = series.len().max(1);
     let cells: Vec<(usize, &Cell)> = r
         .cells
         .iter()
@@ -137,8 +139,8 @@ fn panel(s: &mut String, r: &Results, o: u64, ox: f64, oy: f64) {
         ox + 18.0,
         (y0 + y1) / 2.0
     );
-    // One line per backend, in M order, with min–max bars.
-    for (i, lock) in r.params.locks.iter().enumerate() {
+    // One line per series, in M order, with min–max bars.
+    for (i, lock) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let mut line: Vec<&Cell> = cells
             .iter()

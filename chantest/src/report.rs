@@ -11,7 +11,7 @@ use std::fmt::Write;
 pub enum Format {
     /// Aligned columns, medians with their range.
     Table,
-    /// One row per backend × O × M, with a header row.
+    /// One row per lane (backend or transport) × O × M, with a header row.
     Csv,
     /// The same document `--save` writes, raw samples included.
     Json,
@@ -39,6 +39,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "ns_total_min",
     "ns_total_max",
 ];
+
+/// Columns added with `--via` and `-S`, always present and always last (after the change
+/// columns, when those are present), so that every older column keeps its position.
+pub const CSV_TRANSPORT_COLUMNS: &[&str] = &["via", "size", "mb_per_s"];
 
 /// Extra CSV columns when there are changes; empty on rows that were not compared.
 pub const CSV_CHANGE_COLUMNS: &[&str] = &[
@@ -85,6 +89,7 @@ fn csv(r: &Results) -> String {
     if !r.changes.is_empty() {
         out = format!("{out},{}", CSV_CHANGE_COLUMNS.join(","));
     }
+    out = format!("{out},{}", CSV_TRANSPORT_COLUMNS.join(","));
     out.push('\n');
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for (i, c) in r.cells.iter().enumerate() {
@@ -123,6 +128,7 @@ fn csv(r: &Results) -> String {
                 None => row.extend(std::iter::repeat_n(String::new(), CSV_CHANGE_COLUMNS.len())),
             }
         }
+        row.extend([quote(&c.via), c.size.to_string(), s.mb_per_s.to_string()]);
         out += &row.join(",");
         out.push('\n');
     }
@@ -140,29 +146,41 @@ fn quote(s: &str) -> String {
 
 fn table(r: &Results, threshold: f64) -> String {
     let p = &r.params;
+    let vias = r.has_transports();
+    let bandwidth = p.size > crate::via::record::TAG as u64;
     let mut out = format!(
-        "# N={} values per sender, R={} after {} warm-up, {}{}, ratio to {}\n",
+        "# N={} values per sender, R={} after {} warm-up{}{}{}, ratio to {}\n",
         p.per_sender,
         p.reps,
         p.warmup,
-        if p.global_lock {
-            "one global lock"
-        } else {
-            "per-channel locks"
+        match (p.via.iter().any(|v| v == "chan"), p.global_lock) {
+            (false, _) => "",
+            (true, true) => ", one global lock",
+            (true, false) => ", per-channel locks",
         },
         if p.pin { ", pinned" } else { "" },
-        p.reference,
+        if bandwidth {
+            format!(", S={} bytes per message", p.size)
+        } else {
+            String::new()
+        },
+        r.reference_name(),
     );
     let tsc = crate::measure::HAVE_TSC;
-    let mut head = vec![
-        "lock", "O", "M", "total ms", "ns/msg", "min", "max", "ratio",
-    ];
+    let mut head = vec!["lock"];
+    if vias {
+        head.push("via");
+    }
+    head.extend(["O", "M", "total ms", "ns/msg", "min", "max", "ratio"]);
     if tsc {
         head.push("cyc/msg");
     }
     head.extend(["cpu ns/msg", "vcsw/msg", "ivcsw/msg"]);
     if p.stats {
         head.extend(["fwait/msg", "fwake/msg"]);
+    }
+    if bandwidth {
+        head.push("MB/s");
     }
     let mut rows = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     let mut last_point = None;
@@ -173,16 +191,19 @@ fn table(r: &Results, threshold: f64) -> String {
             rows.push(Vec::new()); // a blank line between points
         }
         last_point = point;
-        let mut row = vec![
-            c.lock.clone(),
+        let mut row = vec![c.lock.clone()];
+        if vias {
+            row.push(c.via.clone());
+        }
+        row.extend([
             c.nbuf.to_string(),
             c.senders.to_string(),
             sig(s.ns.median / 1e6),
             sig(s.ns_per_msg.median),
             sig(s.ns_per_msg.min),
             sig(s.ns_per_msg.max),
-            format!("{:.2}", s.ratio_to_ref),
-        ];
+            ratio(s.ratio_to_ref),
+        ]);
         if tsc {
             row.push(sig(s.cycles_per_msg));
         }
@@ -195,9 +216,13 @@ fn table(r: &Results, threshold: f64) -> String {
             row.push(s.futex_waits_per_msg.map_or_else(String::new, sig));
             row.push(s.futex_wakes_per_msg.map_or_else(String::new, sig));
         }
+        if bandwidth {
+            row.push(sig(s.mb_per_s));
+        }
         rows.push(row);
     }
     out += &align(&rows);
+    out += &notes(r);
 
     if !r.changes.is_empty() {
         let _ = writeln!(
@@ -241,6 +266,31 @@ fn table(r: &Results, threshold: f64) -> String {
             .filter(|c| c.verdict == Verdict::Regressed)
             .count();
         let _ = writeln!(out, "# {regressed} of {} cells regressed", r.changes.len());
+    }
+    out
+}
+
+/// A ratio with two decimals, or `-` where there was nothing to divide by.
+fn ratio(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        "-".into()
+    }
+}
+
+/// Footnotes for the transports that bend the table's meaning.
+fn notes(r: &Results) -> String {
+    let has = |v: &str| r.params.via.iter().any(|x| x == v);
+    let mut out = String::new();
+    if has("signal") {
+        out += "# signal: N round trips between two processes; per msg = per signal, one way\n";
+    }
+    if has("pipe") || has("unix") {
+        out += "# pipe, unix: -O does not apply (the kernel's buffer is the buffer)\n";
+    }
+    if has("shm") && r.params.nbuf.contains(&0) {
+        out += "# shm: O=0 runs with one slot\n";
     }
     out
 }
@@ -307,6 +357,12 @@ mod tests {
         assert_eq!(sig(9.99996), "10.00");
         assert_eq!(sig(1e-9), "0.000000");
         assert_eq!(sig(f64::NAN), "-");
+    }
+
+    #[test]
+    fn ratios() {
+        assert_eq!(ratio(1.0), "1.00");
+        assert_eq!(ratio(f64::NAN), "-");
     }
 
     #[test]

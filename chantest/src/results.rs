@@ -7,16 +7,30 @@ use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
 use crate::machine::Machine;
 use crate::measure::Sample;
-use crate::sweep::{Measured, Plan, WARMUP};
+use crate::sweep::{Measured, Plan, NO_LOCK, WARMUP};
 use crate::verdict::{median_sorted, Interval, Verdict};
+use crate::via::{record, Via};
 use locks::Backend;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The `format` field that marks a chantest results file.
 pub const FORMAT: &str = "chantest-results";
-/// The schema version this build reads and writes.
+/// The schema version this build reads and writes. Files from before `--via` and `-S` are
+/// still version 1: their missing fields mean `chan` and 8 bytes, which is what they ran.
 pub const VERSION: u32 = 1;
+
+fn default_vias() -> Vec<String> {
+    vec![Via::Chan.name().to_string()]
+}
+
+fn default_via() -> String {
+    Via::Chan.name().to_string()
+}
+
+fn default_size() -> u64 {
+    record::TAG as u64
+}
 
 /// A sweep's parameters, machine, cells and (for `--baseline`, `--compare`) changes.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -33,7 +47,7 @@ pub struct Results {
     /// Where it ran.
     #[serde(default)]
     pub machine: Machine,
-    /// One per backend × O × M, by O, then M, then backend.
+    /// One per lane × O × M, by O, then M, then lane (see [`Results::series`]).
     pub cells: Vec<Cell>,
     /// Comparisons against a baseline or between two backends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -43,10 +57,16 @@ pub struct Results {
 /// The sweep's parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Params {
-    /// Backends, as `locks::Backend` displays them.
+    /// Backends `chan` ran with, as `locks::Backend` displays them.
     pub locks: Vec<String>,
-    /// The backend ratios are taken against.
+    /// The backend ratios are taken against (when `chan` is the reference transport).
     pub reference: String,
+    /// Transports, in report order.
+    #[serde(default = "default_vias")]
+    pub via: Vec<String>,
+    /// Bytes per message.
+    #[serde(rename = "S", default = "default_size")]
+    pub size: u64,
     /// Channel buffers.
     #[serde(rename = "O")]
     pub nbuf: Vec<u64>,
@@ -72,11 +92,14 @@ pub struct Params {
     pub stats: bool,
 }
 
-/// One backend at one (O, M) point.
+/// One lane (a backend over `chan`, or another transport) at one (O, M) point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
-    /// The backend, as displayed.
+    /// The backend, as displayed; `-` for transports that take none.
     pub lock: String,
+    /// The transport.
+    #[serde(default = "default_via")]
+    pub via: String,
     /// Channel buffers.
     #[serde(rename = "O")]
     pub nbuf: u64,
@@ -86,6 +109,9 @@ pub struct Cell {
     /// Values per sender.
     #[serde(rename = "N")]
     pub per_sender: u64,
+    /// Bytes per message.
+    #[serde(rename = "S", default = "default_size")]
+    pub size: u64,
     /// Plan 9's global channel lock.
     #[serde(default)]
     pub global_lock: bool,
@@ -119,8 +145,11 @@ pub struct Summary {
     /// Median futex wakes per message (with the `stats` feature).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub futex_wakes_per_msg: Option<f64>,
-    /// Median ns per message divided by the reference backend's at the same point.
+    /// Median ns per message divided by the reference's at the same point: the reference
+    /// backend over `chan`, or the first transport when `chan` did not run.
     pub ratio_to_ref: f64,
+    /// Payload bandwidth at the median: messages × S bytes per second, in MB (10^6 bytes).
+    pub mb_per_s: f64,
 }
 
 /// Median and range.
@@ -167,10 +196,12 @@ impl Results {
         let cells = measured
             .into_iter()
             .map(|m| Cell {
-                lock: lock(m.backend),
+                lock: plan.lock_name(m.lane),
+                via: m.lane.via().name().to_string(),
                 nbuf: m.nbuf,
                 senders: m.senders,
                 per_sender: plan.per_sender,
+                size: plan.size as u64,
                 global_lock: plan.global_lock,
                 summary: Summary::default(),
                 samples: m.samples,
@@ -186,6 +217,8 @@ impl Results {
             params: Params {
                 locks: (0..plan.backends.len()).map(lock).collect(),
                 reference: lock(plan.reference),
+                via: plan.vias.iter().map(|v| v.name().to_string()).collect(),
+                size: plan.size as u64,
                 nbuf: plan.nbuf.values().to_vec(),
                 senders: plan.senders.values().to_vec(),
                 per_sender: plan.per_sender,
@@ -236,14 +269,25 @@ impl Results {
         for lock in &p.locks {
             lock.parse::<Backend>().map_err(|e| e.to_string())?;
         }
+        self.vias()?;
+        record::check_size(p.size).map_err(|e| format!("-S: {e}"))?;
         in_range(Bounds::PER_SENDER, p.per_sender)?;
         in_range(Bounds::REPS, p.reps as u64)?;
         self.grids()?;
         for cell in &self.cells {
-            let where_ = format!("cell lock={} O={} M={}", cell.lock, cell.nbuf, cell.senders);
-            cell.lock
-                .parse::<Backend>()
+            let where_ = format!(
+                "cell via={} lock={} O={} M={}",
+                cell.via, cell.lock, cell.nbuf, cell.senders
+            );
+            let via = cell
+                .via
+                .parse::<Via>()
                 .map_err(|e| format!("{where_}: {e}"))?;
+            if via == Via::Chan {
+                cell.lock
+                    .parse::<Backend>()
+                    .map_err(|e| format!("{where_}: {e}"))?;
+            }
             in_range(Bounds::NBUF, cell.nbuf)
                 .and(in_range(Bounds::SENDERS, cell.senders))
                 .and(in_range(Bounds::PER_SENDER, cell.per_sender))
@@ -262,6 +306,15 @@ impl Results {
         Ok(())
     }
 
+    /// The parameters' transports.
+    pub fn vias(&self) -> Result<Vec<Via>, String> {
+        let list = Via::parse_list(&self.params.via.join(",")).map_err(|e| format!("via: {e}"))?;
+        if list.is_empty() {
+            return Err("its parameters name no transports".into());
+        }
+        Ok(list)
+    }
+
     /// The parameters' O and M lists.
     pub fn grids(&self) -> Result<(Grid, Grid), String> {
         let p = &self.params;
@@ -274,21 +327,84 @@ impl Results {
     /// The cells `params` describes.
     fn param_keys(&self) -> Vec<Key> {
         let p = &self.params;
+        let series = self.lanes();
         let mut keys = Vec::new();
         for &o in &p.nbuf {
             for &m in &p.senders {
-                for lock in &p.locks {
+                for (via, lock) in &series {
                     keys.push(Key {
                         lock: lock.clone(),
+                        via: via.clone(),
                         nbuf: o,
                         senders: m,
                         per_sender: p.per_sender,
+                        size: p.size,
                         global_lock: p.global_lock,
                     });
                 }
             }
         }
         keys
+    }
+
+    /// (via, lock) of each lane, in the order cells of one point come.
+    fn lanes(&self) -> Vec<(String, String)> {
+        self.params
+            .via
+            .iter()
+            .flat_map(|via| {
+                if via == Via::Chan.name() {
+                    self.params
+                        .locks
+                        .iter()
+                        .map(|l| (via.clone(), l.clone()))
+                        .collect()
+                } else {
+                    vec![(via.clone(), NO_LOCK.to_string())]
+                }
+            })
+            .collect()
+    }
+
+    /// Whether the cells show more than `chan`, so that reports name each cell's transport.
+    pub fn has_transports(&self) -> bool {
+        self.params.via.iter().any(|v| v != Via::Chan.name())
+    }
+
+    /// The name of each line of a plot or legend, in the order cells of one point come: the
+    /// backend over `chan` (`chan/backend` beside other transports), else the transport.
+    pub fn series(&self) -> Vec<String> {
+        let mixed = self.has_transports();
+        self.lanes()
+            .into_iter()
+            .map(|(via, lock)| match (via == Via::Chan.name(), mixed) {
+                (true, false) => lock,
+                (true, true) => format!("{via}/{lock}"),
+                (false, _) => via,
+            })
+            .collect()
+    }
+
+    /// What ratios are taken against, for headings: the reference backend, `chan/backend`
+    /// beside other transports, or the first transport when `chan` did not run.
+    pub fn reference_name(&self) -> String {
+        let chan = Via::Chan.name();
+        match self.reference_via() {
+            v if v == chan && self.has_transports() => format!("{chan}/{}", self.params.reference),
+            v if v == chan => self.params.reference.clone(),
+            v => v,
+        }
+    }
+
+    /// The transport ratios are taken against, by name.
+    fn reference_via(&self) -> String {
+        let vias: Vec<Via> = self
+            .params
+            .via
+            .iter()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        Via::reference(&vias).name().to_string()
     }
 
     /// The cell with this key, if any.
@@ -301,13 +417,20 @@ impl Results {
         for cell in &mut self.cells {
             cell.summary = Summary::of(cell);
         }
-        // The reference cell of each point: same key but for the lock.
+        // The reference cell of each point: same key but for the lane.
+        let via = self.reference_via();
+        let lock = if via == Via::Chan.name() {
+            self.params.reference.clone()
+        } else {
+            NO_LOCK.to_string()
+        };
         let ratios: Vec<f64> = self
             .cells
             .iter()
             .map(|cell| {
                 let key = Key {
-                    lock: self.params.reference.clone(),
+                    lock: lock.clone(),
+                    via: via.clone(),
                     ..cell.key()
                 };
                 self.cell(&key).map_or(f64::NAN, |r| {
@@ -333,21 +456,25 @@ impl Results {
             .collect();
     }
 
-    /// The second backend against the first, at each point.
+    /// The second backend against the first over `chan`, at each point.
     pub fn between_backends(&mut self, threshold: f64) {
-        let n = self.params.locks.len().max(1);
+        let n = self.lanes().len().max(1);
+        let chan = Via::Chan.name();
         self.changes = self
             .cells
             .chunks(n)
             .enumerate()
-            .filter_map(|(point, cells)| match cells {
-                [a, b] => Some(Change::new(
-                    (point * n + 1, b),
-                    a,
-                    format!("{} (A)", a.lock),
-                    threshold,
-                )),
-                _ => None,
+            .filter_map(|(point, cells)| {
+                let mut sides = cells.iter().enumerate().filter(|(_, c)| c.via == chan);
+                match (sides.next(), sides.next(), sides.next()) {
+                    (Some((_, a)), Some((j, b)), None) => Some(Change::new(
+                        (point * n + j, b),
+                        a,
+                        format!("{} (A)", a.lock),
+                        threshold,
+                    )),
+                    _ => None,
+                }
             })
             .collect();
     }
@@ -361,25 +488,35 @@ impl Results {
 /// What identifies a cell across runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Key {
-    /// The backend, as displayed.
+    /// The backend, as displayed (`-` for transports that take none).
     pub lock: String,
+    /// The transport.
+    pub via: String,
     /// O.
     pub nbuf: u64,
     /// M.
     pub senders: u64,
     /// N.
     pub per_sender: u64,
+    /// S.
+    pub size: u64,
     /// Global lock or per-channel locks.
     pub global_lock: bool,
 }
 
 impl std::fmt::Display for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.via != Via::Chan.name() {
+            write!(f, "via={} ", self.via)?;
+        }
         write!(
             f,
             "lock={} O={} M={} N={}",
             self.lock, self.nbuf, self.senders, self.per_sender
         )?;
+        if self.size != default_size() {
+            write!(f, " S={}", self.size)?;
+        }
         if self.global_lock {
             f.write_str(" --global-lock")?;
         }
@@ -392,16 +529,19 @@ impl Cell {
     pub fn key(&self) -> Key {
         Key {
             lock: self.lock.clone(),
+            via: self.via.clone(),
             nbuf: self.nbuf,
             senders: self.senders,
             per_sender: self.per_sender,
+            size: self.size,
             global_lock: self.global_lock,
         }
     }
 
-    /// Messages per run: M×N.
+    /// Messages per run: M×N, or 2N signals for `signal` (see [`Via::messages`]).
     pub fn messages(&self) -> f64 {
-        self.senders as f64 * self.per_sender as f64
+        let via = self.via.parse().unwrap_or(Via::Chan);
+        Via::messages(via, self.senders, self.per_sender)
     }
 
     /// Wall ns per message of each repetition.
@@ -437,6 +577,7 @@ impl Summary {
             futex_waits_per_msg: stats.map(|()| per_msg(|s| s.futex_waits)),
             futex_wakes_per_msg: stats.map(|()| per_msg(|s| s.futex_wakes)),
             ratio_to_ref: f64::NAN,
+            mb_per_s: msgs * cell.size as f64 / ns.median * 1e3,
         }
     }
 }
@@ -472,11 +613,14 @@ impl Change {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sweep::Lane;
 
     fn plan(backends: Vec<Backend>) -> Plan {
         Plan {
             backends,
             reference: 0,
+            vias: vec![Via::Chan],
+            size: 8,
             nbuf: Grid::from_values(vec![10], Bounds::NBUF).unwrap(),
             senders: Grid::from_values(vec![1, 2], Bounds::SENDERS).unwrap(),
             per_sender: 100,
@@ -495,7 +639,7 @@ mod tests {
             .points()
             .flat_map(|(o, m)| {
                 ns.iter().enumerate().map(move |(backend, &base)| Measured {
-                    backend,
+                    lane: Lane::Chan(backend),
                     nbuf: o,
                     senders: m,
                     samples: (0..5)
@@ -564,6 +708,74 @@ mod tests {
             let e = r.validate().unwrap_err();
             assert!(e.contains(want), "{want}: {e}");
         }
+    }
+
+    /// Two backends over chan, then pipe, at two points; pipe is `ns[2]`.
+    fn mixed(ns: [u64; 3]) -> Results {
+        let mut p = plan(Backend::ALL[..2].to_vec());
+        p.vias = vec![Via::Chan, Via::Pipe];
+        p.size = 64;
+        let lanes = p.lanes();
+        let measured = p
+            .points()
+            .flat_map(|(o, m)| {
+                lanes.iter().zip(ns).map(move |(&lane, base)| Measured {
+                    lane,
+                    nbuf: o,
+                    senders: m,
+                    samples: vec![Sample {
+                        ns: base * m * 100,
+                        ..Sample::default()
+                    }],
+                })
+            })
+            .collect();
+        Results::new(&p, measured, Machine::default())
+    }
+
+    #[test]
+    fn transports_are_cells_with_ratios_to_chan() {
+        let r = mixed([100, 300, 400]);
+        assert_eq!(r.series(), ["chan/spin", "chan/sem", "pipe"]);
+        assert_eq!(r.reference_name(), "chan/spin");
+        let pipe = &r.cells[2];
+        assert_eq!(
+            (pipe.lock.as_str(), pipe.via.as_str(), pipe.size),
+            ("-", "pipe", 64)
+        );
+        assert_eq!(pipe.summary.ratio_to_ref, 4.0);
+        // 64 bytes every 400 ns: 160 MB/s.
+        assert!((pipe.summary.mb_per_s - 160.0).abs() < 1e-9);
+        assert_eq!(r.validate(), Ok(()));
+        let mut bad = r.clone();
+        bad.cells[2].via = "tcp".into();
+        assert!(bad.validate().unwrap_err().contains("unknown transport"));
+        let mut compared = r.clone();
+        compared.between_backends(0.1);
+        assert_eq!(compared.changes.len(), 2, "chan's two backends, per point");
+        assert_eq!(compared.changes[1].cell, 4);
+    }
+
+    #[test]
+    fn files_without_transports_are_chan_at_8_bytes() {
+        let r = results(&[100]);
+        let mut v = serde_json::to_value(&r).unwrap();
+        v["params"].as_object_mut().unwrap().remove("via");
+        v["params"].as_object_mut().unwrap().remove("S");
+        for c in v["cells"].as_array_mut().unwrap() {
+            c.as_object_mut().unwrap().remove("via");
+            c.as_object_mut().unwrap().remove("S");
+            c.as_object_mut().unwrap().remove("summary");
+        }
+        let mut back: Results = serde_json::from_value(v).unwrap();
+        assert_eq!(back.validate(), Ok(()));
+        back.summarize();
+        assert_eq!(back.params.via, ["chan"]);
+        assert_eq!(
+            (back.cells[0].via.as_str(), back.cells[0].size),
+            ("chan", 8)
+        );
+        assert_eq!(back.cells, r.cells);
     }
 
     #[test]

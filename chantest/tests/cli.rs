@@ -78,12 +78,13 @@ fn csv_has_the_documented_columns() {
         lines.next().unwrap(),
         "lock,O,M,N,reps,ns_per_msg,ns_per_msg_min,ns_per_msg_max,cycles_per_msg,cpu_ns_per_msg,\
          vcsw_per_msg,ivcsw_per_msg,ratio_to_ref,futex_waits_per_msg,futex_wakes_per_msg,\
-         global_lock,ns_total,ns_total_min,ns_total_max"
+         global_lock,ns_total,ns_total_min,ns_total_max,via,size,mb_per_s"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 2 * 2 * 2);
     for row in &rows {
-        assert_eq!(row.len(), 19, "{row:?}");
+        assert_eq!(row.len(), 22, "{row:?}");
+        assert_eq!((row[19], row[20]), ("chan", "8"));
         assert_eq!((row[3], row[4]), ("300", "2"));
         let [ns, lo, hi] = [5, 6, 7].map(|i| row[i].parse::<f64>().unwrap());
         assert!(0.0 < lo && lo <= ns && ns <= hi, "{row:?}");
@@ -242,8 +243,12 @@ fn baseline_round_trip_passes() {
         0,
     ));
     let header = csv.lines().next().unwrap();
+    // The change columns keep their old places; the transport columns come last.
     assert!(
-        header.ends_with(",vs,vs_ns_per_msg,ratio,ratio_ci_low,ratio_ci_high,verdict"),
+        header.ends_with(
+            ",ns_total_max,vs,vs_ns_per_msg,ratio,ratio_ci_low,ratio_ci_high,verdict,via,size,\
+             mb_per_s"
+        ),
         "{header}"
     );
 }

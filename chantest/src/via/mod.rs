@@ -1,0 +1,155 @@
+//! Transports: the chantest workload over the operating system's ways of moving data, so that
+//! each seed's question ("shared memory or a pipe?", "a socket or memcpy?", "how dear is a
+//! signal?") is answered on today's machine beside our channel.
+//!
+//! | `--via` | senders | receiver | `-O` | `-M` | `-S` |
+//! |---|---|---|---|---|---|
+//! | `chan` | threads | this thread | channel buffers | any | 8: a `u64`; more: a `Box<[u8]>`, moved |
+//! | `pipe` | threads | this thread | ignored | any | copied through the kernel |
+//! | `unix` | threads | this thread | ignored | any | copied through the kernel |
+//! | `shm` | threads of a peer process | this thread | ring slots (0 runs as 1) | any | copied into the ring |
+//! | `signal` | a peer process | this thread | ignored | 1 only | 8 only |
+//!
+//! Every transport carries the same records ([`record`]) and the receiver checks them the
+//! same way: per-sender order, and for `-S` above 8 a checksum over every byte. What differs,
+//! and what the figures show, is the mechanism. The `chan` transport lives in
+//! [`crate::workload`]; the others here.
+
+mod futex;
+pub mod peer;
+pub mod record;
+mod ring;
+pub mod shm;
+pub mod signal;
+mod stream;
+
+use crate::error::Error;
+use crate::measure::Sample;
+use crate::workload::Spec;
+use std::fmt;
+use std::str::FromStr;
+
+/// A liveness check that a blocked party calls every so often; an error ends its wait.
+pub type Alive<'a> = &'a mut dyn FnMut() -> Result<(), Error>;
+
+/// What carries the messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Via {
+    /// This project's channel, once per lock backend.
+    Chan,
+    /// One pipe.
+    Pipe,
+    /// One unix stream socket pair.
+    Unix,
+    /// A signal ping-pong between two processes.
+    Signal,
+    /// A ring in memory shared with a second process.
+    Shm,
+}
+
+impl Via {
+    /// Every transport, in the order `--help` lists them.
+    pub const ALL: [Via; 5] = [Via::Chan, Via::Pipe, Via::Unix, Via::Signal, Via::Shm];
+
+    /// The name `--via` and the reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Via::Chan => "chan",
+            Via::Pipe => "pipe",
+            Via::Unix => "unix",
+            Via::Signal => "signal",
+            Via::Shm => "shm",
+        }
+    }
+
+    /// Parses a comma-separated list without repeats.
+    pub fn parse_list(s: &str) -> Result<Vec<Via>, String> {
+        let mut list = Vec::new();
+        for item in s.split(',') {
+            let via: Via = item.trim().parse()?;
+            if list.contains(&via) {
+                return Err(format!("`{via}` is listed twice"));
+            }
+            list.push(via);
+        }
+        Ok(list)
+    }
+
+    /// Messages in one run of M senders × N values: M×N, except for `signal`, whose N round
+    /// trips are 2N signals, so that its figures are per signal, one way.
+    pub fn messages(self, senders: u64, per_sender: u64) -> f64 {
+        let per_sender = if self == Via::Signal {
+            2.0 * per_sender as f64
+        } else {
+            per_sender as f64
+        };
+        senders as f64 * per_sender
+    }
+
+    /// The transport that ratios are taken against: `chan` if it is in `vias`, else the
+    /// first.
+    pub fn reference(vias: &[Via]) -> Via {
+        if vias.contains(&Via::Chan) {
+            Via::Chan
+        } else {
+            vias.first().copied().unwrap_or(Via::Chan)
+        }
+    }
+}
+
+impl fmt::Display for Via {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Via {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Via, String> {
+        Via::ALL.into_iter().find(|v| v.name() == s).ok_or_else(|| {
+            format!("unknown transport `{s}` (expected chan, pipe, unix, signal or shm)")
+        })
+    }
+}
+
+/// One run over `via`, which must not be `chan` (that one runs per lock backend, in
+/// [`crate::workload`]).
+pub fn run(via: Via, spec: &Spec<'_>) -> Result<Sample, Error> {
+    match via {
+        Via::Pipe => stream::run(stream::Kind::Pipe, spec),
+        Via::Unix => stream::run(stream::Kind::Unix, spec),
+        Via::Signal => signal::run(spec),
+        Via::Shm => shm::run(spec),
+        Via::Chan => Err(crate::error::usage!(
+            "internal: chan runs through the workload"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for v in Via::ALL {
+            assert_eq!(v.name().parse::<Via>(), Ok(v));
+        }
+        assert!(Via::parse_list("chan,tcp")
+            .unwrap_err()
+            .contains("unknown transport `tcp`"));
+        assert!(Via::parse_list("pipe,pipe")
+            .unwrap_err()
+            .contains("listed twice"));
+        assert_eq!(Via::parse_list("shm, pipe").unwrap(), [Via::Shm, Via::Pipe]);
+    }
+
+    #[test]
+    fn reference_and_messages() {
+        assert_eq!(Via::reference(&[Via::Pipe, Via::Chan]), Via::Chan);
+        assert_eq!(Via::reference(&[Via::Shm, Via::Pipe]), Via::Shm);
+        assert_eq!(Via::Signal.messages(1, 10), 20.0);
+        assert_eq!(Via::Pipe.messages(3, 10), 30.0);
+    }
+}
