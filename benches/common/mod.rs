@@ -183,69 +183,31 @@ pub mod mpsc {
         fn take(&self) -> u64;
     }
 
-    impl<L: Strategy> Tx for Chan<u64, L> {
-        #[inline]
-        fn put(&self, v: u64) {
-            self.send(v).expect("channel closed");
-        }
-    }
-    impl<L: Strategy> Rx for Chan<u64, L> {
-        #[inline]
-        fn take(&self) -> u64 {
-            self.recv().expect("channel closed")
-        }
-    }
-
-    impl Tx for crossbeam_channel::Sender<u64> {
-        #[inline]
-        fn put(&self, v: u64) {
-            self.send(v).expect("channel closed");
-        }
-    }
-    impl Rx for crossbeam_channel::Receiver<u64> {
-        #[inline]
-        fn take(&self) -> u64 {
-            self.recv().expect("channel closed")
-        }
+    /// Every implementation spells sending and receiving `send(v)` and `recv()`, each
+    /// returning a `Result`; only the types differ.
+    macro_rules! halves {
+        ($(<$($g:ident: $b:path),*> $tx:ty, $rx:ty;)*) => {$(
+            impl<$($g: $b),*> Tx for $tx {
+                #[inline]
+                fn put(&self, v: u64) {
+                    self.send(v).expect("channel closed");
+                }
+            }
+            impl<$($g: $b),*> Rx for $rx {
+                #[inline]
+                fn take(&self) -> u64 {
+                    self.recv().expect("channel closed")
+                }
+            }
+        )*};
     }
 
-    impl Tx for std::sync::mpsc::SyncSender<u64> {
-        #[inline]
-        fn put(&self, v: u64) {
-            self.send(v).expect("channel closed");
-        }
-    }
-    impl Rx for std::sync::mpsc::Receiver<u64> {
-        #[inline]
-        fn take(&self) -> u64 {
-            self.recv().expect("channel closed")
-        }
-    }
-
-    impl Tx for flume::Sender<u64> {
-        #[inline]
-        fn put(&self, v: u64) {
-            self.send(v).expect("channel closed");
-        }
-    }
-    impl Rx for flume::Receiver<u64> {
-        #[inline]
-        fn take(&self) -> u64 {
-            self.recv().expect("channel closed")
-        }
-    }
-
-    impl Tx for kanal::Sender<u64> {
-        #[inline]
-        fn put(&self, v: u64) {
-            self.send(v).expect("channel closed");
-        }
-    }
-    impl Rx for kanal::Receiver<u64> {
-        #[inline]
-        fn take(&self) -> u64 {
-            self.recv().expect("channel closed")
-        }
+    halves! {
+        <L: Strategy> Chan<u64, L>, Chan<u64, L>;
+        <> crossbeam_channel::Sender<u64>, crossbeam_channel::Receiver<u64>;
+        <> std::sync::mpsc::SyncSender<u64>, std::sync::mpsc::Receiver<u64>;
+        <> flume::Sender<u64>, flume::Receiver<u64>;
+        <> kanal::Sender<u64>, kanal::Receiver<u64>;
     }
 
     /// The shape of one run.
