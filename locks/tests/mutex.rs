@@ -280,3 +280,43 @@ fn stats_are_zero_cost_or_counting() {
         assert_eq!(d, Default::default());
     }
 }
+
+#[test]
+fn semaphore_timeouts_conserve_permits() {
+    // Acquirers that give up race releasers; every permit released is either taken once or
+    // still there at the end, however the timeouts fall.
+    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    let s = Arc::new(locks::Semaphore::new(0));
+    let taken = Arc::new(AtomicU64::new(0));
+    let acquirers: Vec<_> = (0..4)
+        .map(|i| {
+            let (s, taken) = (s.clone(), taken.clone());
+            thread::spawn(move || {
+                for k in 0..3000u64 {
+                    let wait = Duration::from_micros((k * 7 + i) % 50);
+                    if s.acquire_until(Instant::now() + wait) {
+                        taken.fetch_add(1, SeqCst);
+                    }
+                }
+            })
+        })
+        .collect();
+    let releasers: Vec<_> = (0..2)
+        .map(|_| {
+            let s = s.clone();
+            thread::spawn(move || {
+                for k in 0..5000 {
+                    s.release();
+                    if k % 64 == 0 {
+                        thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    releasers
+        .into_iter()
+        .chain(acquirers)
+        .for_each(|h| h.join().unwrap());
+    assert_eq!(taken.load(SeqCst) + s.permits() as u64, 10_000);
+}
