@@ -151,6 +151,13 @@ impl Adaptive {
 
     #[cold]
     fn lock_contended(&self) {
+        self.lock_contended_until(None);
+    }
+
+    /// The slow path of `lock` and, with a deadline, of `try_lock_until`; `false` if the
+    /// deadline passed first.
+    #[cold]
+    fn lock_contended_until(&self, deadline: Option<Instant>) -> bool {
         count!(contended);
         let mut s = wait_while(&self.state, LOCKED, self.params);
         if s == UNLOCKED {
@@ -158,19 +165,39 @@ impl Adaptive {
                 .state
                 .compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed)
             {
-                Ok(_) => return,
+                Ok(_) => return true,
                 Err(now) => s = now,
             }
         }
         loop {
             // Having waited, we can no longer know whether others sleep too, so take the lock
-            // as "contended": the cost is at most one needless wake at our unlock.
+            // as "contended": the cost is at most one needless wake at our unlock. (A timed
+            // locker that gives up after this leaves the same harmless extra wake behind.)
             if s != CONTENDED && self.state.swap(CONTENDED, Acquire) == UNLOCKED {
-                return;
+                return true;
             }
-            futex::wait(&self.state, CONTENDED);
+            match deadline {
+                None => futex::wait(&self.state, CONTENDED),
+                #[cfg(not(loom))]
+                Some(d) if Instant::now() < d => futex::wait_until(&self.state, CONTENDED, d),
+                Some(_) => return false,
+            }
             s = wait_while(&self.state, LOCKED, self.params);
         }
+    }
+
+    /// Takes the lock unless `deadline` passes first; the engine of `RawMutexTimed`.
+    #[cfg(not(loom))]
+    pub(crate) fn try_lock_until(&self, deadline: Instant) -> bool {
+        let ok = self
+            .state
+            .compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed)
+            .is_ok()
+            || self.lock_contended_until(Some(deadline));
+        if ok {
+            count!(acquisitions);
+        }
+        ok
     }
 }
 

@@ -103,6 +103,39 @@ raw_mutex! {
     Adaptive = Adaptive::new(AdaptiveParams::DEFAULT);
 }
 
+/// Timed locking for the strategies that can give up cleanly. `SemLock` has none: a waiter
+/// counted in its `key` may already have been handed the lock by an unlocker's semaphore
+/// release, so it cannot simply leave (Plan 9's lock had no timed form either).
+#[cfg(not(loom))]
+macro_rules! raw_mutex_timed {
+    ($($t:ty),*) => {$(
+        // SAFETY: `try_lock_until` acquires exactly as `lock` does, or returns false having
+        // acquired nothing.
+        unsafe impl lock_api::RawMutexTimed for $t {
+            type Duration = std::time::Duration;
+            type Instant = std::time::Instant;
+
+            fn try_lock_for(&self, timeout: std::time::Duration) -> bool {
+                // A timeout past the end of time is no timeout.
+                match std::time::Instant::now().checked_add(timeout) {
+                    Some(deadline) => self.try_lock_until(deadline),
+                    None => {
+                        Strategy::lock(self);
+                        true
+                    }
+                }
+            }
+
+            fn try_lock_until(&self, deadline: std::time::Instant) -> bool {
+                <$t>::try_lock_until(self, deadline)
+            }
+        }
+    )*};
+}
+
+#[cfg(not(loom))]
+raw_mutex_timed!(SpinYield, Adaptive);
+
 // SAFETY: a semaphore-lock unlock that finds others queued releases one permit, which wakes
 // one of them and makes it the owner: the hand-off is already fair, so `unlock_fair` is
 // `unlock`.

@@ -167,12 +167,28 @@ impl SpinYield {
 
     #[cold]
     fn lock_contended(&self) {
+        self.lock_contended_until(None);
+    }
+
+    /// `false` if `deadline` passed before the lock was free.
+    #[cold]
+    fn lock_contended_until(&self, deadline: Option<Instant>) -> bool {
         count!(contended);
         // Test before test-and-set: polling with a plain load keeps the cache line shared
         // instead of bouncing it with writes while the holder works.
-        poll(self.params, None, &self.locked, 1, || {
+        poll(self.params, deadline, &self.locked, 1, || {
             self.locked.load(Relaxed) == 0 && self.try_acquire()
-        });
+        })
+    }
+
+    /// Takes the lock unless `deadline` passes first; the engine of `RawMutexTimed`.
+    #[cfg(not(loom))]
+    pub(crate) fn try_lock_until(&self, deadline: Instant) -> bool {
+        let ok = self.try_acquire() || self.lock_contended_until(Some(deadline));
+        if ok {
+            count!(acquisitions);
+        }
+        ok
     }
 }
 

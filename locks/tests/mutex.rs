@@ -320,3 +320,51 @@ fn semaphore_timeouts_conserve_permits() {
         .for_each(|h| h.join().unwrap());
     assert_eq!(taken.load(SeqCst) + s.permits() as u64, 10_000);
 }
+
+fn timed<R: locks::lock_api::RawMutexTimed<Duration = Duration> + Send + Sync + 'static>() {
+    let m = Arc::new(Mutex::<R, u64>::new(0));
+    let g = m.lock();
+    let m2 = m.clone();
+    let gave_up = thread::spawn(move || m2.try_lock_for(Duration::from_millis(2)).is_none());
+    assert!(
+        gave_up.join().unwrap(),
+        "a held lock cannot be taken in time"
+    );
+    drop(g);
+    assert!(m.try_lock_for(Duration::from_secs(5)).is_some());
+    assert!(
+        m.try_lock_for(Duration::MAX).is_some(),
+        "no deadline at all"
+    );
+
+    // Timed and untimed lockers together still exclude each other, whatever the timeouts.
+    let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let handles: Vec<_> = (0..6u64)
+        .map(|t| {
+            let (m, done) = (m.clone(), done.clone());
+            thread::spawn(move || {
+                for k in 0..3000u64 {
+                    let guard = if t % 2 == 0 {
+                        Some(m.lock())
+                    } else {
+                        m.try_lock_for(Duration::from_micros((k * 13 + t) % 40))
+                    };
+                    if let Some(mut g) = guard {
+                        let v = *g;
+                        std::hint::black_box(&v);
+                        *g = v + 1;
+                        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    assert_eq!(*m.lock(), done.load(std::sync::atomic::Ordering::Relaxed));
+}
+
+#[test]
+fn timed_locking_gives_up_and_still_excludes() {
+    timed::<SpinYield>();
+    timed::<Adaptive>();
+}
