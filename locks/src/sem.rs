@@ -21,7 +21,9 @@ const SLEEPER: u32 = 1 << 16;
 ///
 /// The word holds the free permits (low 16 bits) and the number of threads that announced
 /// they are going to sleep (high 16 bits), so that a release knows in the same atomic step
-/// whether anyone needs waking, and touches the semaphore no more after that step.
+/// whether anyone needs waking, and touches the semaphore no more after that step. Hence the
+/// limits: at most [`MAX_PERMITS`](Self::MAX_PERMITS) permits and 65535 threads asleep on one
+/// semaphore at a time.
 ///
 /// ```
 /// let s = locks::Semaphore::new(1);
