@@ -1,7 +1,8 @@
 //! Plan 9 channels whose lock strategy is a type parameter.
 //!
 //! [`Chan<T, L>`](Chan) is `libthread`'s channel: many senders, many receivers, a buffer of
-//! `nbuf` values or none (rendezvous), [`Alt`] to wait on several operations, and 9front's
+//! `nbuf` values or none (rendezvous), [`Alt`] (and the [`alt!`] macro) to wait on several
+//! operations, and 9front's
 //! close. `L` is a [`locks::Strategy`]: it is the lock that guards each channel *and* the way
 //! a blocked sender or receiver waits, so `Chan<T, locks::SpinYield>` behaves like Plan 9 before
 //! 2013, `Chan<T, locks::SemLock>` like Plan 9 after, and `Chan<T, locks::Adaptive>` (the
@@ -44,6 +45,7 @@ mod error;
 #[cfg(not(loom))]
 mod global;
 mod iter;
+mod macros;
 mod sync;
 mod waitq;
 

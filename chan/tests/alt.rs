@@ -292,3 +292,50 @@ fn alts_against_alts_exactly_once<S: Strategy>(p: S::Params) {
     all.sort_unstable();
     assert_eq!(all, (0..2 * PER).collect::<Vec<_>>());
 }
+
+#[test]
+fn alt_macro_arms_results_and_tails() {
+    use chan::{alt, RecvError, SendError};
+    // recv and send arms, blocking: exactly one body runs with the right result.
+    let (a, b) = (Chan::<u32>::new(1), Chan::<String>::new(0));
+    a.send(1).unwrap();
+    let r = alt! {
+        recv(a) -> v => { v.map(|v| v * 10) },
+        send(b, "x".to_string()) -> _s => { Ok(0) },
+    };
+    assert_eq!(r, Ok(10), "b has no receiver, so only a's arm can fire");
+
+    // A closed receive reports RecvError; a closed send gives its value back.
+    let c = Chan::<u32>::new(0);
+    c.close();
+    let r = alt! { recv(c) -> v => { v } };
+    assert_eq!(r, Err(RecvError));
+    let r = alt! { send(c, 5) -> s => { s } };
+    assert_eq!(r, Err(SendError(5)));
+
+    // Tails: default when nothing is ready, timeout when nothing becomes ready.
+    let d = Chan::<u32>::new(0);
+    let r = alt! {
+        recv(d) -> _v => { "recv" },
+        default => { "default" },
+    };
+    assert_eq!(r, "default");
+    let r = alt! {
+        recv(d) -> _v => { "recv" },
+        timeout(Duration::from_millis(1)) => { "timeout" },
+    };
+    assert_eq!(r, "timeout");
+
+    // Blocking until a partner arrives.
+    let e = Chan::<u32>::new(0);
+    let t = {
+        let e = e.clone();
+        thread::spawn(move || e.send(42))
+    };
+    let r = alt! {
+        recv(d) -> _v => { 0 },
+        recv(e) -> v => { v.unwrap() },
+    };
+    assert_eq!(r, 42);
+    t.join().unwrap().unwrap();
+}

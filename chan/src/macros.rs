@@ -1,0 +1,102 @@
+//! `alt!`: [`Alt`](crate::Alt) with the bookkeeping written for you.
+
+/// Waits on several sends and receives at once, like Plan 9's `alt` or Go's `select`.
+///
+/// Each arm is `recv(chan) -> pattern => { body }` or `send(chan, value) -> pattern => { body }`;
+/// the pattern binds `Result<T, RecvError>` (a receive) or `Result<(), SendError<T>>` (a send;
+/// the error gives back the value when the channel is closed). Exactly one arm's body runs.
+/// An optional last arm `default => { body }` runs if no operation can proceed at once
+/// (`CHANNOBLK`), or `timeout(duration) => { body }` if none proceeds in time. Ready arms are
+/// chosen uniformly at random. The value of a send arm that did not fire is dropped.
+///
+/// ```
+/// use chan::{alt, Chan};
+/// let (numbers, words) = (Chan::<u32>::new(1), Chan::<String>::new(1));
+/// numbers.send(7).unwrap();
+/// let got = alt! {
+///     recv(numbers) -> n => { format!("number {}", n.unwrap()) },
+///     send(words, "hello".to_string()) -> sent => { format!("sent: {}", sent.is_ok()) },
+/// };
+/// assert!(got == "number 7" || got == "sent: true");
+///
+/// let empty = Chan::<u32>::new(0);
+/// let what = alt! {
+///     recv(empty) -> _v => { "received" },
+///     default => { "nothing ready" },
+/// };
+/// assert_eq!(what, "nothing ready");
+/// ```
+#[macro_export]
+macro_rules! alt {
+    // Parse the arms into `(kind chan, value, pattern, body)` tuples, then the tail.
+    (@parse [$($arms:tt)*] recv($c:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
+        $crate::alt!(@parse [$($arms)* (recv $c, (), $p, $body)] $($($rest)*)?)
+    };
+    (@parse [$($arms:tt)*] send($c:expr, $v:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
+        $crate::alt!(@parse [$($arms)* (send $c, $v, $p, $body)] $($($rest)*)?)
+    };
+    (@parse [$($arms:tt)*] default => $body:block $(,)?) => {
+        $crate::alt!(@slots [] (0) [$($arms)*] (default $body))
+    };
+    (@parse [$($arms:tt)*] timeout($d:expr) => $body:block $(,)?) => {
+        $crate::alt!(@slots [] (0) [$($arms)*] (timeout $d, $body))
+    };
+    (@parse [$($arms:tt)*]) => {
+        $crate::alt!(@slots [] (0) [$($arms)*] (block))
+    };
+
+    // One slot per arm, each `slot` from its own expansion so that they are distinct.
+    (@slots [$($done:tt)*] ($i:expr) [(recv $c:expr, $v:tt, $p:pat, $body:block) $($rest:tt)*] $tail:tt) => {{
+        let mut slot = ::core::option::Option::None;
+        $crate::alt!(@slots [$($done)* (recv slot ($i) $c, $p, $body)] ($i + 1) [$($rest)*] $tail)
+    }};
+    (@slots [$($done:tt)*] ($i:expr) [(send $c:expr, $v:expr, $p:pat, $body:block) $($rest:tt)*] $tail:tt) => {{
+        let mut slot = ::core::option::Option::Some($v);
+        $crate::alt!(@slots [$($done)* (send slot ($i) $c, $p, $body)] ($i + 1) [$($rest)*] $tail)
+    }};
+
+    // Every slot declared: build the alt, wait, and run the fired arm's body.
+    (@slots [$(($kind:ident $s:ident ($i:expr) $c:expr, $p:pat, $body:block))*] ($n:expr) [] $tail:tt) => {{
+        let mut alt = $crate::Alt::new();
+        $( alt.$kind(&$c, &mut $s); )*
+        let fired = $crate::alt!(@wait alt $tail);
+        ::core::mem::drop(alt);
+        match fired {
+            ::core::option::Option::Some(fired) => {
+                $(
+                    if fired.index == $i {
+                        let $p = $crate::alt!(@result $kind $s fired);
+                        $body
+                    } else
+                )*
+                { ::core::unreachable!("alt fired an arm it does not have") }
+            }
+            ::core::option::Option::None => $crate::alt!(@otherwise $tail),
+        }
+    }};
+
+    (@wait $alt:ident (block)) => { ::core::option::Option::Some($alt.wait()) };
+    (@wait $alt:ident (default $body:block)) => { $alt.try_wait() };
+    (@wait $alt:ident (timeout $d:expr, $body:block)) => { $alt.wait_timeout($d) };
+
+    (@otherwise (block)) => { ::core::unreachable!("an untimed alt always fires") };
+    (@otherwise (default $body:block)) => { $body };
+    (@otherwise (timeout $d:expr, $body:block)) => { $body };
+
+    (@result recv $s:ident $fired:ident) => {
+        match $s.take() {
+            ::core::option::Option::Some(v) if !$fired.closed => ::core::result::Result::Ok(v),
+            _ => ::core::result::Result::Err($crate::RecvError),
+        }
+    };
+    (@result send $s:ident $fired:ident) => {
+        match $s.take() {
+            ::core::option::Option::Some(v) if $fired.closed => {
+                ::core::result::Result::Err($crate::SendError(v))
+            }
+            _ => ::core::result::Result::Ok(()),
+        }
+    };
+
+    ($($arms:tt)+) => { $crate::alt!(@parse [] $($arms)+) };
+}
