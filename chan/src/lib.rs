@@ -2,11 +2,10 @@
 //!
 //! [`Chan<T, L>`](Chan) is `libthread`'s channel: many senders, many receivers, a buffer of
 //! `nbuf` values or none (rendezvous), [`Alt`] (and the [`alt!`] macro) to wait on several
-//! operations, and 9front's
-//! close. `L` is a [`locks::Strategy`]: it is the lock that guards each channel *and* the way
-//! a blocked sender or receiver waits, so `Chan<T, locks::SpinYield>` behaves like Plan 9 before
-//! 2013, `Chan<T, locks::SemLock>` like Plan 9 after, and `Chan<T, locks::Adaptive>` (the
-//! default) spins briefly before sleeping.
+//! operations, and 9front's close. `L` is a [`locks::Strategy`]: it is the lock that guards
+//! each channel *and* the way a blocked sender or receiver waits, so `Chan<T, locks::SpinYield>`
+//! behaves like Plan 9 before 2013, `Chan<T, locks::SemLock>` like Plan 9 after, and
+//! `Chan<T, locks::Adaptive>` (the default) yields briefly, then sleeps.
 //!
 //! ```
 //! use chan::Chan;
