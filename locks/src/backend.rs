@@ -27,7 +27,7 @@ pub enum Backend {
     Spin(SpinParams),
     /// [`SemLock`]: Plan 9's 2013 semaphore lock.
     Sem,
-    /// [`Adaptive`]: spin, then futex.
+    /// [`Adaptive`]: spin (optionally) and yield for a while, then futex.
     Adaptive(AdaptiveParams),
 }
 

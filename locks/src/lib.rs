@@ -4,7 +4,7 @@
 //! |---|---|---|---|
 //! | [`SpinYield`] | Plan 9's old lock | test-and-set, `sched_yield`, then 1 ms sleeps | poll, yield, sleep |
 //! | [`SemLock`] | Plan 9's 2013 lock | counter + futex [`Semaphore`], no spinning | futex sleep at once |
-//! | [`Adaptive`] | std / Go / parking_lot | spin for a time budget, then futex | spin, then futex |
+//! | [`Adaptive`] | std / Go / kanal / parking_lot | optional timed spin, yields for 20 us, then futex | the same |
 //!
 //! Each is a [`lock_api::RawMutex`], so [`Mutex<Backend, T>`](Mutex) is an ordinary mutex with
 //! guards; each is also a [`Strategy`], which adds a [`Waiter`]: the `chan` crate blocks its
