@@ -89,12 +89,19 @@ fn panel(s: &mut String, r: &Results, o: u64, ox: f64, oy: f64) {
             (x0 + x1) / 2.0
         }
     };
-    let ymax = cells
+    // Logarithmic: backends differ by up to 100x (a futex sleep against a yield), and a linear
+    // axis would flatten every fast line onto zero.
+    let (ymin, ymax) = cells
         .iter()
-        .map(|(_, c)| c.summary.ns_per_msg.max)
-        .fold(0.0, f64::max);
-    let (step, top_tick) = ticks(ymax);
-    let ys = |v: f64| y0 - v / top_tick * (y0 - y1);
+        .map(|(_, c)| &c.summary.ns_per_msg)
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), sp| {
+            (lo.min(sp.min), hi.max(sp.max))
+        });
+    let (lo, hi) = decades(ymin, ymax);
+    let ys = |v: f64| {
+        let v = v.clamp(lo, hi);
+        y0 - (v.log10() - lo.log10()) / (hi.log10() - lo.log10()) * (y0 - y1)
+    };
 
     let _ = writeln!(
         s,
@@ -107,8 +114,7 @@ fn panel(s: &mut String, r: &Results, o: u64, ox: f64, oy: f64) {
         s,
         "<path d=\"M{x0},{y1} V{y0} H{x1}\" fill=\"none\" stroke=\"black\"/>"
     );
-    for i in 0..=(top_tick / step).round() as u32 {
-        let v = f64::from(i) * step;
+    for v in log_ticks(lo, hi) {
         let y = ys(v);
         let _ = writeln!(
             s,
@@ -133,7 +139,7 @@ fn panel(s: &mut String, r: &Results, o: u64, ox: f64, oy: f64) {
         s,
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">M (senders)</text>\n\
          <text transform=\"translate({},{}) rotate(-90)\" text-anchor=\"middle\">\
-         ns per message</text>",
+         ns per message (log scale)</text>",
         (x0 + x1) / 2.0,
         y0 + 38.0,
         ox + 18.0,
@@ -181,19 +187,30 @@ fn panel(s: &mut String, r: &Results, o: u64, ox: f64, oy: f64) {
     }
 }
 
-/// A tick step of 1, 2 or 5 × 10^k giving at most about six ticks, and the top tick.
-fn ticks(max: f64) -> (f64, f64) {
-    if !(max > 0.0 && max.is_finite()) {
-        return (1.0, 1.0);
+/// The powers of ten just below `min` and just above `max` (1 and 10 for no data).
+fn decades(min: f64, max: f64) -> (f64, f64) {
+    if !(min > 0.0 && max >= min && max.is_finite()) {
+        return (1.0, 10.0);
     }
-    let raw = max / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|f| f * mag)
-        .find(|&s| s >= raw)
-        .unwrap_or(10.0 * mag);
-    (step, (max / step).ceil() * step)
+    let lo = 10f64.powf(min.log10().floor());
+    let hi = 10f64.powf(max.log10().ceil()).max(lo * 10.0);
+    (lo, hi)
+}
+
+/// Ticks from `lo` to `hi` (powers of ten): 1, 2 and 5 per decade when there are few decades,
+/// the decades alone otherwise.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let decades = (hi / lo).log10().round() as i32;
+    let steps: &[f64] = if decades <= 3 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    let mut ticks: Vec<f64> = (0..decades)
+        .flat_map(|d| steps.iter().map(move |f| f * lo * 10f64.powi(d)))
+        .collect();
+    ticks.push(hi);
+    ticks
 }
 
 /// A tick value without trailing zeros: 0, 0.5, 20, 1500.
@@ -219,12 +236,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tick_steps() {
-        assert_eq!(ticks(100.0), (20.0, 100.0));
-        assert_eq!(ticks(123.0), (50.0, 150.0));
-        assert_eq!(ticks(0.0), (1.0, 1.0));
-        let (step, top) = ticks(7.3);
-        assert_eq!((step, top), (2.0, 8.0));
+    fn log_axis() {
+        assert_eq!(decades(88.0, 5260.0), (10.0, 10000.0));
+        assert_eq!(decades(100.0, 100.0), (100.0, 1000.0));
+        assert_eq!(decades(f64::INFINITY, 0.0), (1.0, 10.0));
+        assert_eq!(
+            log_ticks(10.0, 1000.0),
+            [10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+        );
+        assert_eq!(
+            log_ticks(1.0, 1e5),
+            [1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0]
+        );
     }
 
     #[test]
