@@ -38,6 +38,8 @@ pub fn backends() -> Vec<Backend> {
 /// Runs `V` with every backend.
 pub fn for_each_backend<V: Visit<Output = ()> + Clone>(v: V) {
     for b in backends() {
+        // Captured by the test harness and shown with a failure: which backend it was.
+        eprintln!("backend {b}");
         b.visit(v.clone());
     }
 }
