@@ -14,10 +14,10 @@ mod imp {
     use std::time::Instant;
 
     /// TSC ticks per 1024 ns, measured once; 0 until then.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     static TICKS_PER_1024NS: AtomicU32 = AtomicU32::new(0);
 
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     #[inline]
     fn ticks() -> u64 {
         // SAFETY: RDTSC has no preconditions on x86_64. It is not serializing, which does not
@@ -25,7 +25,7 @@ mod imp {
         unsafe { core::arch::x86_64::_rdtsc() }
     }
 
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     #[cold]
     fn calibrate() -> u32 {
         // 50 us against the monotonic clock: about 1 % error, paid once per process.
@@ -33,8 +33,13 @@ mod imp {
         while t0.elapsed().as_nanos() < 50_000 {
             std::hint::spin_loop();
         }
-        let (ns, c) = (t0.elapsed().as_nanos() as u64, ticks() - c0);
-        let per = ((c << 10) / ns.max(1)).clamp(1, u32::MAX as u64) as u32;
+        // In a VM the TSC read on another CPU may be behind the first: a reading that went
+        // backwards gives a nonsense rate, so it is clamped rather than allowed to underflow.
+        let (ns, c) = (
+            t0.elapsed().as_nanos() as u64,
+            ticks().saturating_sub(c0),
+        );
+        let per = (c.saturating_mul(1024) / ns.max(1)).clamp(1, u32::MAX as u64) as u32;
         TICKS_PER_1024NS.store(per, Relaxed);
         per
     }
@@ -42,16 +47,16 @@ mod imp {
     /// A deadline `ns` nanoseconds from now, to test with [`Budget::spent`].
     #[derive(Clone, Copy)]
     pub(crate) struct Budget {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
         end: u64,
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
         end: Instant,
     }
 
     impl Budget {
         #[inline]
         pub(crate) fn start(ns: u32) -> Budget {
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
             {
                 let per = match TICKS_PER_1024NS.load(Relaxed) {
                     0 => calibrate(),
@@ -61,7 +66,7 @@ mod imp {
                     end: ticks() + ((ns as u64 * per as u64) >> 10),
                 }
             }
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(not(all(target_arch = "x86_64", not(miri))))]
             Budget {
                 end: Instant::now() + std::time::Duration::from_nanos(ns as u64),
             }
@@ -69,9 +74,9 @@ mod imp {
 
         #[inline]
         pub(crate) fn spent(&self) -> bool {
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
             return ticks() >= self.end;
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(not(all(target_arch = "x86_64", not(miri))))]
             return Instant::now() >= self.end;
         }
     }
