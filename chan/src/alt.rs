@@ -6,19 +6,24 @@
 //! `None` is disabled, Plan 9's `CHANNOP`). Channels of different element types mix freely;
 //! they share the lock strategy `L`.
 //!
-//! The protocol is Go's `select` on Plan 9's channels: lock every channel involved in address
-//! order (once each, so channels sharing Plan 9's global lock work), poll the arms, complete a
-//! ready one chosen uniformly at random (or the first, when biased); otherwise queue a node on
-//! every channel, all pointing at one context, release the locks and sleep. Whoever completes
-//! one of our arms claims the context with a single compare-and-swap, so exactly one arm fires;
-//! on waking we take the locks again and unlink the other nodes, returning unsent values to
-//! their places.
+//! The protocol is Go's `select` on Plan 9's channels. Before taking any lock, shuffle the arms
+//! into a random poll order (Go's `pollorder`; index order when biased). Then lock every
+//! channel involved in address order (once each, so channels sharing Plan 9's global lock
+//! work), and complete the first ready arm in poll order: uniform among the ready ones.
+//! Otherwise queue a node on every channel *in poll order*, so that two arms on one channel
+//! are queued in random order too and the partner that takes the queue's head picks one of
+//! them uniformly; then release the locks and sleep. Whoever completes one of our arms claims
+//! the context with a single compare-and-swap, so exactly one arm fires; on waking we take the
+//! locks again and unlink the other nodes.
+//!
+//! No user code runs under the locks: a received value goes into the arm's own node, and only
+//! after every lock is released is it moved to the caller's `Option` (dropping whatever that
+//! held), and unsent values moved back to theirs.
 
-use crate::chan::{wake, State, Wake};
-use crate::waitq::{Context, Node, CANCELLED, CLOSED};
+use crate::chan::{deadline_after, wake, State};
+use crate::waitq::{Abandon, Context, Node, Selected, Wake};
 use crate::Chan;
 use locks::{Adaptive, Strategy};
-use rand::Rng;
 use std::time::{Duration, Instant};
 
 /// Which arm of an [`Alt`] fired.
@@ -53,6 +58,10 @@ pub struct Fired {
 pub struct Alt<'a, L: Strategy = Adaptive> {
     arms: Vec<Box<dyn Arm<L> + 'a>>,
     biased: bool,
+    /// Scratch, kept between waits: arm indices in poll order, and one arm per distinct lock
+    /// in address order.
+    poll_order: Vec<usize>,
+    lock_order: Vec<usize>,
 }
 
 enum Poll {
@@ -63,21 +72,24 @@ enum Poll {
 
 /// One operation, type-erased so that arms over different element types share a list.
 ///
-/// Every method but `finish` requires the caller to hold the arm's channel lock.
+/// The `unsafe` methods require the caller to hold the arm's channel lock; `finish` and
+/// `release` run with no lock held.
 trait Arm<L: Strategy> {
     fn lock(&self) -> &L;
     unsafe fn poll(&mut self) -> Poll;
-    /// Completes the operation now; `Err` if it turned out not to be ready after all.
-    unsafe fn fire(&mut self) -> Result<Wake<L::Waiter>, ()>;
+    /// Completes the operation now; `None` if it turned out not to be ready after all.
+    unsafe fn fire(&mut self) -> Option<Option<Wake<L::Waiter>>>;
     unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize);
     unsafe fn dequeue(&mut self);
     unsafe fn publish(&self);
-    /// After the wait, with the node unlinked: move the value to where the caller sees it.
+    /// With the node unlinked and no lock held: move the node's value to the caller's place.
     fn finish(&mut self);
+    /// Drops what `finish` displaced from the caller's place (user code: may panic).
+    fn release(&mut self);
 }
 
 /// The part of an arm that does not depend on its direction: the channel, and the node that
-/// queues the arm on it while the alt sleeps.
+/// queues the arm on it while the alt sleeps (and holds a received value until `finish`).
 struct Port<'a, T, L: Strategy> {
     chan: &'a Chan<T, L>,
     node: Node<T, L::Waiter>,
@@ -110,12 +122,10 @@ impl<'a, T, L: Strategy> Port<'a, T, L> {
         self.chan.shared.publish(unsafe { self.state() });
     }
 
-    /// Moves what the node's slot holds to `place`.
-    fn finish(&self, place: &mut Option<T>) {
-        // SAFETY: unlinked (the caller dequeued it), so the slot is ours again.
-        if let Some(v) = unsafe { self.node.take() } {
-            *place = Some(v);
-        }
+    /// What the node's slot holds.
+    fn take(&self) -> Option<T> {
+        // SAFETY: the caller (`finish`) runs with the node unlinked, so the slot is ours.
+        unsafe { self.node.take() }
     }
 }
 
@@ -127,6 +137,8 @@ struct SendArm<'a, T, L: Strategy> {
 struct RecvArm<'a, T, L: Strategy> {
     port: Port<'a, T, L>,
     dst: &'a mut Option<T>,
+    /// What `dst` held before a value landed there, dropped by `release`.
+    displaced: Option<T>,
 }
 
 impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
@@ -145,12 +157,17 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         }
     }
 
-    unsafe fn fire(&mut self) -> Result<Wake<L::Waiter>, ()> {
-        let v = self.src.take().ok_or(())?;
+    unsafe fn fire(&mut self) -> Option<Option<Wake<L::Waiter>>> {
+        let v = self.src.take()?;
         // SAFETY: the caller holds the lock.
-        unsafe { self.port.state() }
-            .try_send(v)
-            .map_err(|v| *self.src = Some(v))
+        match unsafe { self.port.state() }.try_send(v) {
+            Ok(w) => Some(w),
+            Err(v) => {
+                // `src` is `None` now, so nothing is dropped here.
+                *self.src = Some(v);
+                None
+            }
+        }
     }
 
     unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize) {
@@ -175,9 +192,13 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
     }
 
     fn finish(&mut self) {
-        // A value still in the node was not sent.
-        self.port.finish(self.src);
+        // A value still in the node was not sent; `src` was emptied when it was queued.
+        if let Some(v) = self.port.take() {
+            *self.src = Some(v);
+        }
     }
+
+    fn release(&mut self) {}
 }
 
 impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
@@ -195,11 +216,13 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         }
     }
 
-    unsafe fn fire(&mut self) -> Result<Wake<L::Waiter>, ()> {
+    unsafe fn fire(&mut self) -> Option<Option<Wake<L::Waiter>>> {
         // SAFETY: the caller holds the lock.
-        let (v, w) = unsafe { self.port.state() }.try_recv().ok_or(())?;
-        *self.dst = Some(v);
-        Ok(w)
+        let (v, w) = unsafe { self.port.state() }.try_recv()?;
+        // Into our own node, not `dst`: assigning to `dst` would drop its old value, which is
+        // user code, under the lock. SAFETY: the node is not linked, so its slot is ours.
+        unsafe { self.port.node.put(v) };
+        Some(w)
     }
 
     unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize) {
@@ -219,8 +242,85 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
     }
 
     fn finish(&mut self) {
-        // A sender may have filled the node.
-        self.port.finish(self.dst);
+        if let Some(v) = self.port.take() {
+            self.displaced = self.dst.replace(v);
+        }
+    }
+
+    fn release(&mut self) {
+        self.displaced = None;
+    }
+}
+
+/// The locks of an alt's channels, taken in address order; releasing them (publishing each
+/// channel's summary first) happens on drop, so a panic cannot leave one held.
+struct Held<'g, 'a, L: Strategy> {
+    arms: &'g mut [Box<dyn Arm<L> + 'a>],
+    lock_order: &'g [usize],
+    /// How many of `lock_order` are held (all of them, unless a lock unwound midway).
+    taken: usize,
+}
+
+impl<'g, 'a, L: Strategy> Held<'g, 'a, L> {
+    fn lock(arms: &'g mut [Box<dyn Arm<L> + 'a>], lock_order: &'g [usize]) -> Self {
+        let mut held = Held {
+            arms,
+            lock_order,
+            taken: 0,
+        };
+        for &i in lock_order {
+            held.arms[i].lock().lock();
+            held.taken += 1;
+        }
+        held
+    }
+
+    /// Completes the first ready arm in `poll_order`, or reports the first closed one when
+    /// no arm can proceed.
+    fn poll(&mut self, poll_order: &[usize]) -> Option<(Fired, Option<Wake<L::Waiter>>)> {
+        loop {
+            let (mut ready, mut closed) = (None, None);
+            for &i in poll_order {
+                // SAFETY: every lock is held.
+                match unsafe { self.arms[i].poll() } {
+                    Poll::Ready => {
+                        ready = Some(i);
+                        break;
+                    }
+                    Poll::Closed => closed = closed.or(Some(i)),
+                    Poll::Pending => {}
+                }
+            }
+            let Some(index) = ready else {
+                let fired = |index| Fired {
+                    index,
+                    closed: true,
+                };
+                return closed.map(|i| (fired(i), None));
+            };
+            // SAFETY: every lock is held.
+            if let Some(w) = unsafe { self.arms[index].fire() } {
+                let closed = false;
+                return Some((Fired { index, closed }, w));
+            }
+            // Its partner was claimed through another channel meanwhile (and dropped from
+            // the queue, so this cannot repeat for ever): look again.
+        }
+    }
+}
+
+impl<L: Strategy> Drop for Held<'_, '_, L> {
+    fn drop(&mut self) {
+        if self.taken == self.lock_order.len() {
+            for arm in self.arms.iter() {
+                // SAFETY: every arm's lock is held.
+                unsafe { arm.publish() };
+            }
+        }
+        for &i in self.lock_order[..self.taken].iter().rev() {
+            // SAFETY: taken by `lock`.
+            unsafe { self.arms[i].lock().unlock() };
+        }
     }
 }
 
@@ -243,6 +343,8 @@ impl<'a, L: Strategy> Alt<'a, L> {
         Alt {
             arms: Vec::new(),
             biased: false,
+            poll_order: Vec::new(),
+            lock_order: Vec::new(),
         }
     }
 
@@ -253,10 +355,13 @@ impl<'a, L: Strategy> Alt<'a, L> {
     }
 
     /// Adds a receive from `chan` whose value lands in `dst`; returns the arm's index.
+    ///
+    /// Whatever `dst` held is dropped when a value lands there, after every lock is released.
     pub fn recv<T: 'a>(&mut self, chan: &'a Chan<T, L>, dst: &'a mut Option<T>) -> usize {
         self.arms.push(Box::new(RecvArm {
             port: Port::new(chan),
             dst,
+            displaced: None,
         }));
         self.arms.len() - 1
     }
@@ -295,9 +400,16 @@ impl<'a, L: Strategy> Alt<'a, L> {
         self.run(Mode::NonBlocking)
     }
 
-    /// [`wait`](Self::wait), giving up (`None`) after `timeout`.
+    /// [`wait`](Self::wait), giving up (`None`) after `timeout`. A timeout too large for an
+    /// `Instant` (`Duration::MAX`) waits for ever, as [`Chan::recv_timeout`] does.
+    ///
+    /// # Panics
+    /// If there are no arms and the timeout is for ever.
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Fired> {
-        self.wait_deadline(Instant::now() + timeout)
+        match deadline_after(timeout) {
+            Some(deadline) => self.wait_deadline(deadline),
+            None => Some(self.wait()),
+        }
     }
 
     /// [`wait`](Self::wait), giving up (`None`) at `deadline`.
@@ -309,122 +421,81 @@ impl<'a, L: Strategy> Alt<'a, L> {
         self.run(Mode::Until(Some(deadline)))
     }
 
-    /// Arm indices sorted by lock address, one per distinct lock.
-    fn lock_order(&self) -> Vec<usize> {
-        let addr = |i: &usize| self.arms[*i].lock() as *const L as usize;
-        let mut order: Vec<usize> = (0..self.arms.len()).collect();
-        order.sort_by_key(addr);
-        order.dedup_by_key(|i| addr(i));
-        order
-    }
-
-    fn lock_all(&self, order: &[usize]) {
-        for &i in order {
-            self.arms[i].lock().lock();
+    /// Fills the scratch orders. Everything that allocates or draws random numbers happens
+    /// here, before any lock is taken.
+    fn plan(&mut self) {
+        let n = self.arms.len();
+        self.poll_order.clear();
+        self.poll_order.extend(0..n);
+        if !self.biased {
+            crate::rng::shuffle(&mut self.poll_order);
         }
-    }
-
-    fn unlock_all(&self, order: &[usize]) {
-        for arm in &self.arms {
-            // SAFETY: every arm's lock is held.
-            unsafe { arm.publish() };
-        }
-        for &i in order.iter().rev() {
-            // SAFETY: taken by `lock_all`.
-            unsafe { self.arms[i].lock().unlock() };
-        }
-    }
-
-    /// With every lock held: completes a ready arm, or reports a closed one.
-    fn poll(&mut self) -> Option<(Fired, Wake<L::Waiter>)> {
-        let mut rng = rand::rng();
-        loop {
-            let (mut ready, mut seen, mut closed) = (None, 0u32, None);
-            for (i, arm) in self.arms.iter_mut().enumerate() {
-                // SAFETY: every lock is held.
-                match unsafe { arm.poll() } {
-                    Poll::Ready => {
-                        seen += 1;
-                        // Reservoir sampling: each ready arm ends up chosen with chance 1/seen.
-                        if rng.random_range(0..seen) == 0 {
-                            ready = Some(i);
-                        }
-                        if self.biased {
-                            break;
-                        }
-                    }
-                    Poll::Closed => {
-                        closed = closed.or(Some(i));
-                    }
-                    Poll::Pending => {}
-                }
-            }
-            if let Some(index) = ready {
-                // SAFETY: every lock is held.
-                match unsafe { self.arms[index].fire() } {
-                    Ok(w) => {
-                        return Some((
-                            Fired {
-                                index,
-                                closed: false,
-                            },
-                            w,
-                        ))
-                    }
-                    // Its partner was taken by another channel meanwhile; look again.
-                    Err(()) => continue,
-                }
-            }
-            return closed.map(|index| {
-                (
-                    Fired {
-                        index,
-                        closed: true,
-                    },
-                    None,
-                )
-            });
-        }
+        let arms = &self.arms;
+        let addr = |i: &usize| arms[*i].lock() as *const L as usize;
+        self.lock_order.clear();
+        self.lock_order.extend(0..n);
+        self.lock_order.sort_by_key(addr);
+        self.lock_order.dedup_by_key(|i| addr(i));
     }
 
     fn run(&mut self, mode: Mode) -> Option<Fired> {
-        let order = self.lock_order();
-        self.lock_all(&order);
-        if let Some((fired, w)) = self.poll() {
-            self.unlock_all(&order);
+        self.plan();
+        let Alt {
+            arms,
+            poll_order,
+            lock_order,
+            ..
+        } = self;
+        let mut held = Held::lock(arms, lock_order);
+        if let Some((fired, w)) = held.poll(poll_order) {
+            drop(held);
             wake(w);
+            let arm = &mut arms[fired.index];
+            arm.finish();
+            arm.release();
             return Some(fired);
         }
         let Mode::Until(deadline) = mode else {
-            self.unlock_all(&order);
             return None;
         };
 
-        let ctx = Context::new(self.arms[0].lock().waiter());
-        for (i, arm) in self.arms.iter_mut().enumerate() {
-            // SAFETY: every lock is held; the arms stay boxed in place until dequeued below,
-            // and `ctx` outlives that too.
-            unsafe { arm.enqueue(&ctx, i + 1) };
+        let ctx = Context::new(held.arms[0].lock().waiter());
+        for &i in poll_order.iter() {
+            // SAFETY: every lock is held; the arms stay boxed in place until dequeued below
+            // (or by the guard), and `ctx` outlives that too.
+            unsafe { held.arms[i].enqueue(&ctx, i) };
         }
-        self.unlock_all(&order);
+        drop(held);
+        let guard = Abandon::arm(&ctx, || Self::dequeue_all(arms, lock_order));
         let signalled = ctx.block(deadline);
+        guard.disarm();
+        Self::dequeue_all(arms, lock_order);
 
-        self.lock_all(&order);
-        for arm in self.arms.iter_mut() {
+        for arm in arms.iter_mut() {
+            arm.finish();
+        }
+        for arm in arms.iter_mut() {
+            arm.release();
+        }
+        match ctx.selected() {
+            _ if !signalled => None,
+            Selected::Operation(index) => Some(Fired {
+                index,
+                closed: false,
+            }),
+            Selected::Closed(index) => Some(Fired {
+                index,
+                closed: true,
+            }),
+            Selected::Waiting | Selected::Aborted => None,
+        }
+    }
+
+    fn dequeue_all(arms: &mut [Box<dyn Arm<L> + 'a>], lock_order: &[usize]) {
+        let held = Held::lock(arms, lock_order);
+        for arm in held.arms.iter_mut() {
             // SAFETY: every lock is held.
             unsafe { arm.dequeue() };
         }
-        self.unlock_all(&order);
-        for arm in self.arms.iter_mut() {
-            arm.finish();
-        }
-        let selected = ctx.selected();
-        if !signalled || selected == CANCELLED {
-            return None;
-        }
-        Some(Fired {
-            index: (selected & !CLOSED) - 1,
-            closed: selected & CLOSED != 0,
-        })
     }
 }

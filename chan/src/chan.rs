@@ -1,13 +1,14 @@
 //! The channel: a buffer and two queues of blocked parties behind one lock of type `L`.
 
 use crate::error::*;
-use crate::sync::{AtomicU64, Ordering::*};
-use crate::waitq::{Context, Node, WaitQueue};
+use crate::sync::{fence, AtomicU64, Ordering::*};
+use crate::waitq::{Abandon, Context, Node, WaitQueue, Wake};
 use locks::{Adaptive, Strategy};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,15 @@ pub struct Chan<T, L: Strategy = Adaptive> {
 }
 
 /// What a lock-free reader may know, published at every unlock.
+///
+/// Readers (`nbsend`/`nbrecv` failing fast, `len`, `is_closed`, `closing`) issue a SeqCst
+/// fence before loading it. Without the fence a thread's earlier operation on another channel
+/// need not be ordered before the load, and two threads could each miss the other's send
+/// (`a.send(1); b.nbrecv()` against `b.send(1); a.nbrecv()`, both `Empty`: store buffering).
+/// With a fence before every such load, two fences order the two threads, so one of them sees
+/// the other's value (C++20 [atomics.fences]; `tests/litmus.rs` and the loom model check it).
+/// The fence costs the readers; the writers keep a plain Release store, on a cache line the
+/// lock has just written anyway.
 const LEN: u64 = u32::MAX as u64;
 const SENDERS: u64 = 1 << 32;
 const RECEIVERS: u64 = 1 << 33;
@@ -79,23 +89,22 @@ pub(crate) struct State<T, W> {
     pub(crate) closed: bool,
 }
 
-/// A claimed waiter to signal once the lock is released.
-pub(crate) type Wake<W> = Option<*const Context<W>>;
-
-pub(crate) fn wake<W: locks::Waiter>(w: Wake<W>) {
-    if let Some(ctx) = w {
-        // SAFETY: claimed under the lock, which the caller has released.
-        unsafe { Context::signal(ctx) }
+/// Signals a claimed waiter, if any; call with no channel lock held.
+#[inline]
+pub(crate) fn wake<W: locks::Waiter>(w: Option<Wake<W>>) {
+    if let Some(w) = w {
+        w.wake();
     }
 }
 
 impl<T, W: locks::Waiter> State<T, W> {
     /// Completes a send now if it can: straight into a waiting receiver, else into the buffer.
-    pub(crate) fn try_send(&mut self, v: T) -> Result<Wake<W>, T> {
-        if let Some(r) = self.recvq.claim(false) {
+    #[inline]
+    pub(crate) fn try_send(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
+        if let Some((r, w)) = self.recvq.claim(false) {
             // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
             unsafe { r.put(v) };
-            return Ok(Some(WaitQueue::ctx_of(r)));
+            return Ok(Some(w));
         }
         if self.buf.len() < self.cap {
             self.buf.push_back(v);
@@ -106,22 +115,26 @@ impl<T, W: locks::Waiter> State<T, W> {
 
     /// Completes a receive now if it can: from the buffer (refilling it from the first waiting
     /// sender, as Plan 9 does), else straight from a waiting sender.
-    pub(crate) fn try_recv(&mut self) -> Option<(T, Wake<W>)> {
+    #[inline]
+    pub(crate) fn try_recv(&mut self) -> Option<(T, Option<Wake<W>>)> {
         let head = self.buf.pop_front();
-        let sender = self.sendq.claim(false);
-        let taken = sender.map(|s| {
-            // SAFETY: we claimed `s` under the lock, so its slot is ours.
-            let v = unsafe { s.take() }.expect("a queued sender holds its value");
-            (v, WaitQueue::ctx_of(s))
+        // A queued sender means the buffer was full (or there is none): take its value.
+        let taken = self.sendq.claim(false).map(|(s, w)| {
+            // SAFETY: we claimed `s` under the lock, so its slot is ours. A queued sender
+            // always holds its value; `None` here would be a bug, handled without a panic.
+            (unsafe { s.take() }, w)
         });
         match (head, taken) {
-            (Some(v), None) => Some((v, None)),
-            (Some(v), Some((sv, ctx))) => {
-                self.buf.push_back(sv);
-                Some((v, Some(ctx)))
+            (head, None) => head.map(|v| (v, None)),
+            (Some(v), Some((sv, w))) => {
+                self.buf.extend(sv);
+                Some((v, Some(w)))
             }
-            (None, Some((sv, ctx))) => Some((sv, Some(ctx))),
-            (None, None) => None,
+            (None, Some((Some(sv), w))) => Some((sv, Some(w))),
+            (None, Some((None, w))) => {
+                w.wake();
+                None
+            }
         }
     }
 
@@ -147,6 +160,28 @@ impl<T, W: locks::Waiter> State<T, W> {
             s |= CLOSED;
         }
         s
+    }
+}
+
+impl<T, W> Drop for State<T, W> {
+    /// Drops what is still buffered one value at a time, so that a `Drop` that panics does
+    /// not abort the process by panicking again inside the buffer's own drop: every value is
+    /// dropped once, then the first panic goes on from the drop of the last handle (a later
+    /// one is discarded). If the last handle is itself dropped while unwinding, a panicking
+    /// value aborts, as any panic during unwinding does.
+    fn drop(&mut self) {
+        if !std::mem::needs_drop::<T>() {
+            return;
+        }
+        let mut first = None;
+        while let Some(v) = self.buf.pop_front() {
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| drop(v))) {
+                first.get_or_insert(p);
+            }
+        }
+        if let Some(p) = first {
+            resume_unwind(p);
+        }
     }
 }
 
@@ -178,12 +213,16 @@ impl<T, L: Strategy> Shared<T, L> {
     }
 
     /// Publishes the summary; call before releasing a lock taken through `raw_lock`.
+    #[inline]
     pub(crate) fn publish(&self, st: &State<T, L::Waiter>) {
         self.summary.store(st.summary(), Release);
     }
 
+    /// The summary as of the last unlock, ordered after everything this thread did before
+    /// (see [`LEN`] for why the fence).
     #[inline]
     fn summary(&self) -> u64 {
+        fence(SeqCst);
         self.summary.load(Acquire)
     }
 }
@@ -295,14 +334,19 @@ impl<T, L: Strategy> Chan<T, L> {
         })
     }
 
-    /// [`send`](Self::send), giving up after `timeout`.
+    /// [`send`](Self::send), giving up after `timeout`; a timeout too large for an `Instant`
+    /// (`Duration::MAX`) waits for ever.
     pub fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
-        self.send_deadline(v, deadline(timeout))
+        self.send_until(v, deadline_after(timeout))
     }
 
     /// [`send`](Self::send), giving up at `deadline`.
     pub fn send_deadline(&self, v: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
-        self.send_impl(v, Wait::Until(Some(deadline)))
+        self.send_until(v, Some(deadline))
+    }
+
+    fn send_until(&self, v: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
+        self.send_impl(v, Wait::Until(deadline))
             .map_err(|f| match f {
                 Fail::Full(v) | Fail::Timeout(v) => SendTimeoutError::Timeout(v),
                 Fail::Closed(v) => SendTimeoutError::Closed(v),
@@ -324,20 +368,25 @@ impl<T, L: Strategy> Chan<T, L> {
         })
     }
 
-    /// [`recv`](Self::recv), giving up after `timeout`.
+    /// [`recv`](Self::recv), giving up after `timeout`; a timeout too large for an `Instant`
+    /// (`Duration::MAX`) waits for ever.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        self.recv_deadline(deadline(timeout))
+        self.recv_until(deadline_after(timeout))
     }
 
     /// [`recv`](Self::recv), giving up at `deadline`.
     pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
-        self.recv_impl(Wait::Until(Some(deadline)))
-            .map_err(|f| match f {
-                RecvFail::Empty => RecvTimeoutError::Timeout,
-                RecvFail::Closed => RecvTimeoutError::Closed,
-            })
+        self.recv_until(Some(deadline))
     }
 
+    fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        self.recv_impl(Wait::Until(deadline)).map_err(|f| match f {
+            RecvFail::Empty => RecvTimeoutError::Timeout,
+            RecvFail::Closed => RecvTimeoutError::Closed,
+        })
+    }
+
+    #[inline]
     fn send_impl(&self, v: T, wait: Wait) -> Result<(), Fail<T>> {
         let sh = &*self.shared;
         if wait == Wait::Never {
@@ -348,30 +397,52 @@ impl<T, L: Strategy> Chan<T, L> {
         }
         let mut st = sh.lock();
         if st.closed {
+            drop(st);
             return Err(Fail::Closed(v));
         }
-        let v = match st.try_send(v) {
+        match st.try_send(v) {
             Ok(w) => {
                 drop(st);
                 wake(w);
-                return Ok(());
+                Ok(())
             }
-            Err(v) => v,
-        };
-        let Wait::Until(deadline) = wait else {
-            return Err(Fail::Full(v));
-        };
+            Err(v) => match wait {
+                Wait::Never => {
+                    drop(st);
+                    Err(Fail::Full(v))
+                }
+                Wait::Until(deadline) => self.send_blocking(st, v, deadline),
+            },
+        }
+    }
+
+    /// Queues a node holding `v` on the senders' queue and sleeps until a receiver takes the
+    /// value, the channel closes, or `deadline` passes.
+    #[cold]
+    fn send_blocking(
+        &self,
+        mut st: Locked<'_, T, L>,
+        v: T,
+        deadline: Option<Instant>,
+    ) -> Result<(), Fail<T>> {
+        let sh = &*self.shared;
         let ctx = Context::new(sh.lock.get().waiter());
         let node = Node::new(Some(v));
-        node.bind(&ctx, 1);
-        // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below.
+        node.bind(&ctx, 0);
+        // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
+        // the waiter unwinds, by the guard).
         unsafe { st.sendq.push(&node) };
         drop(st);
-        if !ctx.block(deadline) {
+        let guard = Abandon::arm(&ctx, || sh.lock().sendq.remove(&node));
+        let signalled = ctx.block(deadline);
+        guard.disarm();
+        if !signalled {
             sh.lock().sendq.remove(&node);
-            // SAFETY: unlinked and cancelled: the node is ours alone again.
-            let v = unsafe { node.take() }.expect("an unsent value");
-            return Err(Fail::Timeout(v));
+            // SAFETY: unlinked and aborted: the node is ours alone again.
+            let v = unsafe { node.take() };
+            return Err(Fail::Timeout(
+                v.expect("an unsent value is still in its node"),
+            ));
         }
         // SAFETY: claimed and signalled, so unlinked and ours again. A receiver empties the
         // slot; `close` leaves the value in it.
@@ -381,6 +452,7 @@ impl<T, L: Strategy> Chan<T, L> {
         }
     }
 
+    #[inline]
     fn recv_impl(&self, wait: Wait) -> Result<T, RecvFail> {
         let sh = &*self.shared;
         if wait == Wait::Never {
@@ -398,16 +470,32 @@ impl<T, L: Strategy> Chan<T, L> {
         if st.closed {
             return Err(RecvFail::Closed);
         }
-        let Wait::Until(deadline) = wait else {
-            return Err(RecvFail::Empty);
-        };
+        match wait {
+            Wait::Never => Err(RecvFail::Empty),
+            Wait::Until(deadline) => self.recv_blocking(st, deadline),
+        }
+    }
+
+    /// Queues an empty node on the receivers' queue and sleeps until a sender fills it, the
+    /// channel closes, or `deadline` passes.
+    #[cold]
+    fn recv_blocking(
+        &self,
+        mut st: Locked<'_, T, L>,
+        deadline: Option<Instant>,
+    ) -> Result<T, RecvFail> {
+        let sh = &*self.shared;
         let ctx = Context::new(sh.lock.get().waiter());
         let node = Node::new(None);
-        node.bind(&ctx, 1);
-        // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below.
+        node.bind(&ctx, 0);
+        // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
+        // the waiter unwinds, by the guard).
         unsafe { st.recvq.push(&node) };
         drop(st);
-        if !ctx.block(deadline) {
+        let guard = Abandon::arm(&ctx, || sh.lock().recvq.remove(&node));
+        let signalled = ctx.block(deadline);
+        guard.disarm();
+        if !signalled {
             sh.lock().recvq.remove(&node);
             return Err(RecvFail::Empty);
         }
@@ -424,16 +512,20 @@ impl<T, L: Strategy> Chan<T, L> {
             return false;
         }
         st.closed = true;
-        let mut woken = Vec::new();
-        while let Some(n) = st.recvq.claim(true) {
-            woken.push(WaitQueue::ctx_of(n));
+        // One claim per lock hold, woken outside it: nothing allocates under the lock, and
+        // nobody new can queue once `closed` is set.
+        loop {
+            let claimed = match st.recvq.claim(true) {
+                Some((_, w)) => w,
+                None => match st.sendq.claim(true) {
+                    Some((_, w)) => w,
+                    None => return true,
+                },
+            };
+            drop(st);
+            claimed.wake();
+            st = self.shared.lock();
         }
-        while let Some(n) = st.sendq.claim(true) {
-            woken.push(WaitQueue::ctx_of(n));
-        }
-        drop(st);
-        woken.into_iter().for_each(|c| wake(Some(c)));
-        true
     }
 
     /// `None` while open; once closed, how many values are still buffered (9front's
@@ -490,11 +582,10 @@ enum RecvFail {
     Closed,
 }
 
-fn deadline(timeout: Duration) -> Instant {
-    let now = Instant::now();
-    // A timeout too large to represent means "never": a century will do.
-    now.checked_add(timeout)
-        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+/// The deadline `timeout` from now; `None`, meaning "never", when it lies beyond what an
+/// `Instant` can hold (`Duration::MAX`). One rule for channels and alts alike.
+pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
 }
 
 impl<T, L: Strategy> Clone for Chan<T, L> {

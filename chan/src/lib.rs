@@ -45,6 +45,7 @@ mod error;
 mod global;
 mod iter;
 mod macros;
+mod rng;
 mod sync;
 mod waitq;
 

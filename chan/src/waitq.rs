@@ -6,25 +6,57 @@
 //! node; an alt has one per arm, all pointing at the same context.
 //!
 //! Whoever completes an operation with a waiting node must first *claim* the node's context by
-//! a compare-and-swap of its `select` word from [`WAITING`]: only one channel can win a context
-//! that is queued on several, and a waiter that times out competes in the same way by
-//! cancelling. The claimer moves the value through the node's slot while holding the channel's
-//! lock, unlinks the node, releases the lock and only then signals the waiter.
+//! a compare-and-swap of its `select` word from [`Selected::Waiting`]: only one channel can win
+//! a context that is queued on several, and a waiter that gives up (timeout, or its waiter
+//! unwinding) competes in the same way by aborting. The claimer moves the value through the
+//! node's slot while holding the channel's lock, unlinks the node, releases the lock and only
+//! then signals the waiter, through the [`Wake`] that claiming returned.
 //!
 //! Nodes live on the blocked thread's stack (or in its alt); the queues hold raw pointers to
 //! them. That is sound because a node is unlinked, under the channel lock, before its owner can
-//! return: either by the claimer, or by the owner itself after waking or cancelling.
+//! return, and a claimed owner does not return before the claimer's signal: [`Context::block`]
+//! trusts the waiter's report only as far as the unsafe [`locks::Waiter`] contract allows, and
+//! [`Context::abandon`] covers a waiter that unwinds.
 
 use crate::sync::{AtomicUsize, Ordering::*};
 use std::cell::{Cell, UnsafeCell};
 use std::ptr;
+use std::time::Instant;
 
-/// `select` while the owner still waits.
-pub(crate) const WAITING: usize = 0;
-/// `select` after the owner gave up (timeout).
-pub(crate) const CANCELLED: usize = usize::MAX;
-/// Set in `select` beside a node's token when the node was ended by `close`.
-pub(crate) const CLOSED: usize = 1 << (usize::BITS - 2);
+/// Who ended a wait: the value of a context's `select` word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Selected {
+    /// Nobody yet: the owner still waits.
+    Waiting,
+    /// The owner gave up (deadline, or its waiter unwound); claimers must pass it by.
+    Aborted,
+    /// The node with this token completed its operation.
+    Operation(usize),
+    /// The node with this token was ended by `close`.
+    Closed(usize),
+}
+
+impl Selected {
+    // Encoding: 0 waiting, 1 aborted, then 2(token + 1) for an operation and one more for a
+    // close. Tokens are arm indices, far below `usize::MAX / 2`.
+    fn encode(self) -> usize {
+        match self {
+            Selected::Waiting => 0,
+            Selected::Aborted => 1,
+            Selected::Operation(t) => (t + 1) << 1,
+            Selected::Closed(t) => ((t + 1) << 1) | 1,
+        }
+    }
+
+    fn decode(word: usize) -> Self {
+        match word {
+            0 => Selected::Waiting,
+            1 => Selected::Aborted,
+            w if w & 1 == 0 => Selected::Operation((w >> 1) - 1),
+            w => Selected::Closed((w >> 1) - 1),
+        }
+    }
+}
 
 /// A blocked thread: its waiter, and who ended its wait.
 pub(crate) struct Context<W> {
@@ -36,65 +68,118 @@ impl<W: locks::Waiter> Context<W> {
     pub(crate) fn new(waiter: W) -> Self {
         Context {
             waiter,
-            select: AtomicUsize::new(WAITING),
+            select: AtomicUsize::new(0),
         }
     }
 
-    /// Claims the context for the node with `token`; false if someone else already has.
+    /// Moves `select` from waiting to `to`; false if someone else ended the wait first.
     #[inline]
-    pub(crate) fn try_claim(&self, token: usize) -> bool {
-        // Acquire: the owner's writes to its nodes (a send arm's value) are visible to us.
+    fn try_select(&self, to: Selected) -> bool {
+        // Acquire: a claimer sees the owner's writes to its nodes (a send arm's value).
         self.select
-            .compare_exchange(WAITING, token, Acquire, Relaxed)
+            .compare_exchange(0, to.encode(), Acquire, Relaxed)
             .is_ok()
     }
 
-    /// The owner gives up; false if a claimer got there first (and will signal).
-    pub(crate) fn try_cancel(&self) -> bool {
-        self.select
-            .compare_exchange(WAITING, CANCELLED, Relaxed, Relaxed)
-            .is_ok()
-    }
-
-    /// Whether someone has claimed or cancelled it (racy outside the channel lock).
+    /// Whether someone has claimed it or its owner has given up (racy outside the lock).
     #[inline]
     pub(crate) fn is_taken(&self) -> bool {
-        self.select.load(Relaxed) != WAITING
+        self.select.load(Relaxed) != 0
     }
 
-    /// Who ended the wait: a token, possibly with [`CLOSED`], or [`CANCELLED`].
-    pub(crate) fn selected(&self) -> usize {
-        self.select.load(Acquire)
+    /// Who ended the wait.
+    pub(crate) fn selected(&self) -> Selected {
+        Selected::decode(self.select.load(Acquire))
     }
 
     /// Blocks until claimed, or until `deadline`. Returns `false` only if the wait was
-    /// cancelled by the timeout, in which case nobody will touch the context again once the
-    /// owner has unlinked its nodes.
-    pub(crate) fn block(&self, deadline: Option<std::time::Instant>) -> bool {
-        match deadline {
-            None => self.waiter.wait(),
-            Some(d) => {
-                if !self.waiter.wait_until(d) {
-                    if self.try_cancel() {
-                        return false;
-                    }
-                    // Claimed while we were giving up: the claimer's signal is on its way,
-                    // and it may still touch the waiter, so wait for it.
-                    self.waiter.wait();
-                }
+    /// aborted at the deadline, in which case no claimer will touch the context again once
+    /// the owner has unlinked its nodes. If the waiter unwinds, the panic goes on, and the
+    /// caller's [`Abandon`] guard makes the frame safe to leave.
+    pub(crate) fn block(&self, deadline: Option<Instant>) -> bool {
+        if let Some(d) = deadline {
+            if !self.waiter.wait_until(d) && self.try_select(Selected::Aborted) {
+                return false;
             }
+            // Signalled, or claimed while we were giving up: the claimer's signal is on its
+            // way, and it may still touch the waiter, so the untimed wait below finishes it.
+        }
+        // The waiter's contract says `is_signalled` is the truth; a `wait` that returns early
+        // by mistake is simply waited again.
+        while !self.waiter.is_signalled() {
+            self.waiter.wait();
         }
         true
+    }
+
+    /// The owner leaves without a normal wake-up (its waiter unwound): abort the wait, or, if
+    /// a claimer got there first, let it finish signalling before the frame can go.
+    ///
+    /// Polls `is_signalled` rather than waiting on the waiter, which has just shown it cannot
+    /// be trusted to wait; a claimer signals right after releasing the channel lock, so the
+    /// poll is short.
+    fn abandon(&self) {
+        if self.try_select(Selected::Aborted) {
+            return;
+        }
+        while !self.waiter.is_signalled() {
+            std::thread::yield_now();
+        }
     }
 
     /// Wakes the owner of a claimed context.
     ///
     /// # Safety
     /// `this` must have been claimed by the caller, with the channel lock since released.
-    pub(crate) unsafe fn signal(this: *const Self) {
+    unsafe fn signal(this: *const Self) {
         // SAFETY: the owner cannot return before this signal, so the context is live; the
         // waiter's `signal` copes with it vanishing right after.
         unsafe { W::signal(ptr::addr_of!((*this).waiter)) }
+    }
+}
+
+/// Unwinding protection for a blocked owner: while armed, dropping it (because the waiter
+/// panicked) withdraws the wait with [`Context::abandon`] and then runs `unlink`, which takes
+/// the channel locks and removes the owner's nodes. Disarmed on every normal return.
+pub(crate) struct Abandon<'c, W: locks::Waiter, F: FnMut()> {
+    ctx: &'c Context<W>,
+    unlink: F,
+}
+
+impl<'c, W: locks::Waiter, F: FnMut()> Abandon<'c, W, F> {
+    pub(crate) fn arm(ctx: &'c Context<W>, unlink: F) -> Self {
+        Abandon { ctx, unlink }
+    }
+
+    /// The wait ended normally; the caller unlinks its nodes itself.
+    pub(crate) fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl<W: locks::Waiter, F: FnMut()> Drop for Abandon<'_, W, F> {
+    fn drop(&mut self) {
+        self.ctx.abandon();
+        (self.unlink)();
+    }
+}
+
+/// A claimed waiter, to be signalled once the channel lock is released.
+///
+/// Signalling under the lock would let the woken thread run straight into the lock we hold;
+/// dropping a `Wake` without [`wake`](Self::wake) would leave its owner asleep for ever.
+#[must_use = "a claimed waiter sleeps until woken: call `wake` after unlocking"]
+pub(crate) struct Wake<W: locks::Waiter>(*const Context<W>);
+
+impl<W: locks::Waiter> Wake<W> {
+    /// Signals the claimed owner.
+    ///
+    /// Call with no channel lock held.
+    #[inline]
+    pub(crate) fn wake(self) {
+        // SAFETY: `Wake`s are made only by claiming, which keeps the owner waiting (and its
+        // context alive) until this signal; the caller has released the lock.
+        unsafe { Context::signal(self.0) }
     }
 }
 
@@ -106,10 +191,10 @@ pub(crate) struct Node<T, W> {
     next: Cell<*const Node<T, W>>,
     linked: Cell<bool>,
     ctx: Cell<*const Context<W>>,
-    /// What a claimer stores in the context's `select`: the alt arm index plus one.
+    /// What a claimer stores in the context's `select`: the alt arm index.
     token: Cell<usize>,
     /// A sender's value, or where a receiver's value lands.
-    pub(crate) slot: UnsafeCell<Option<T>>,
+    slot: UnsafeCell<Option<T>>,
 }
 
 impl<T, W> Node<T, W> {
@@ -134,16 +219,19 @@ impl<T, W> Node<T, W> {
     ///
     /// # Safety
     /// The caller must own the node's slot now: hold the channel lock having claimed the
-    /// node, or be the node's owner after it was unlinked.
+    /// node, or be the node's owner while it is not linked.
     pub(crate) unsafe fn take(&self) -> Option<T> {
         // SAFETY: exclusive access per the contract above.
         unsafe { (*self.slot.get()).take() }
     }
 
-    /// Puts a value in the slot (same contract as [`take`](Self::take)).
+    /// Puts a value in an empty slot (same contract as [`take`](Self::take)); never drops
+    /// anything, so no user code runs.
     pub(crate) unsafe fn put(&self, v: T) {
         // SAFETY: exclusive access per the contract of `take`.
-        unsafe { *self.slot.get() = Some(v) }
+        let old = unsafe { (*self.slot.get()).replace(v) };
+        debug_assert!(old.is_none(), "a node's slot is filled once");
+        std::mem::forget(old);
     }
 }
 
@@ -165,6 +253,7 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
         }
     }
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.head.is_null()
     }
@@ -205,41 +294,58 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
     }
 
     /// Whether some queued node could still be claimed (a hint for alt's readiness check;
-    /// drops nodes already claimed through another channel or cancelled).
+    /// drops nodes already claimed through another channel or aborted).
     pub(crate) fn has_waiting(&mut self) -> bool {
-        self.purge();
-        !self.head.is_null()
-    }
-
-    fn purge(&mut self) {
         // SAFETY: linked nodes and their contexts are alive.
         while let Some(n) = unsafe { self.head.as_ref() } {
             if unsafe { !(*n.ctx.get()).is_taken() } {
-                break;
+                return true;
             }
             self.remove(n);
         }
+        false
     }
 
-    /// Claims the first node whose owner still waits, unlinks it and returns it; nodes
-    /// claimed elsewhere or cancelled are dropped on the way.
+    /// Claims the first node whose owner still waits, unlinks it and returns it with the
+    /// wake-up its owner needs; nodes claimed elsewhere or aborted are dropped on the way.
+    /// `closed`: the claim ends the wait by closing the channel, not by an operation.
     ///
-    /// The returned node stays alive until its context is signalled.
-    pub(crate) fn claim(&mut self, closed: bool) -> Option<&Node<T, W>> {
+    /// The returned node stays alive until the `Wake` is used.
+    #[inline]
+    pub(crate) fn claim(&mut self, closed: bool) -> Option<(&Node<T, W>, Wake<W>)> {
         // SAFETY: linked nodes and their contexts are alive; once claimed, a node's owner
         // waits for our signal, so the reference outlives the queue link.
         while let Some(n) = unsafe { self.head.as_ref() } {
             self.remove(n);
-            let token = n.token.get() | if closed { CLOSED } else { 0 };
-            if unsafe { (*n.ctx.get()).try_claim(token) } {
-                return Some(n);
+            let token = n.token.get();
+            let to = match closed {
+                false => Selected::Operation(token),
+                true => Selected::Closed(token),
+            };
+            let ctx = n.ctx.get();
+            if unsafe { (*ctx).try_select(to) } {
+                return Some((n, Wake(ctx)));
             }
         }
         None
     }
+}
 
-    /// The context of a claimed node, to signal after unlocking.
-    pub(crate) fn ctx_of(node: &Node<T, W>) -> *const Context<W> {
-        node.ctx.get()
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::Selected;
+
+    #[test]
+    fn selected_round_trips() {
+        for s in [
+            Selected::Waiting,
+            Selected::Aborted,
+            Selected::Operation(0),
+            Selected::Operation(7),
+            Selected::Closed(0),
+            Selected::Closed(7),
+        ] {
+            assert_eq!(Selected::decode(s.encode()), s);
+        }
     }
 }

@@ -14,16 +14,27 @@ use crate::sync::{AtomicU32, Ordering::*};
 #[cfg(not(loom))]
 use std::time::Instant;
 
-const PERMITS: u32 = 0xffff;
-const SLEEPER: u32 = 1 << 16;
+/// Bits of the word that count free permits; the rest count sleepers.
+const PERMIT_BITS: u32 = 16;
+const PERMITS: u32 = (1 << PERMIT_BITS) - 1;
+const SLEEPER: u32 = 1 << PERMIT_BITS;
+/// The most sleepers the word counts. Linux allows about 4 million threads, so more can
+/// come: they wait without being counted, polling every [`POLL`].
+const MAX_SLEEPERS: u32 = u32::MAX >> PERMIT_BITS;
+/// How often a sleeper beyond [`MAX_SLEEPERS`] looks for a permit.
+const POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// A counting semaphore on one futex word.
 ///
 /// The word holds the free permits (low 16 bits) and the number of threads that announced
 /// they are going to sleep (high 16 bits), so that a release knows in the same atomic step
-/// whether anyone needs waking, and touches the semaphore no more after that step. Hence the
-/// limits: at most [`MAX_PERMITS`](Self::MAX_PERMITS) permits and 65535 threads asleep on one
-/// semaphore at a time.
+/// whether anyone needs waking, and touches the semaphore no more after that step (a waiter
+/// built on it may be freed the moment the permit lands, so a second word read afterwards
+/// would be a use after free). Hence the limits: at most [`MAX_PERMITS`](Self::MAX_PERMITS)
+/// permits (a release beyond that panics before the word changes), and 65,535 counted
+/// sleepers. Linux allows far more threads than that; the ones that find the count full
+/// sleep uncounted, a millisecond at a time, and take a permit when they see one, so no
+/// count ever wraps and no permit is lost, only the wake-up of those few is slower.
 ///
 /// ```
 /// let s = locks::Semaphore::new(1);
@@ -102,48 +113,61 @@ impl Semaphore {
 
     #[cold]
     fn acquire_slow(&self, deadline: Option<std::time::Instant>) -> bool {
-        // Either take a permit or register as a sleeper, in one atomic step.
+        // Either take a permit or register as a sleeper, in one atomic step. With the sleeper
+        // count full, stay unregistered instead: releases will not wake us, so we poll.
         let mut s = self.state.load(Relaxed);
-        loop {
+        let me = loop {
             let (next, took) = match s & PERMITS {
+                0 if s >= MAX_SLEEPERS * SLEEPER => break 0,
                 0 => (s + SLEEPER, false),
                 _ => (s - 1, true),
             };
             match self.state.compare_exchange_weak(s, next, Acquire, Relaxed) {
                 Ok(_) if took => return true,
-                Ok(_) => break s = next,
+                Ok(_) => {
+                    s = next;
+                    break SLEEPER;
+                }
                 Err(now) => s = now,
             }
-        }
+        };
         loop {
             if s & PERMITS != 0 {
-                // Take the permit and leave the sleepers in one step.
+                // Take the permit and leave the sleepers (if we are one) in one step.
                 match self
                     .state
-                    .compare_exchange_weak(s, s - 1 - SLEEPER, Acquire, Relaxed)
+                    .compare_exchange_weak(s, s - 1 - me, Acquire, Relaxed)
                 {
                     Ok(_) => return true,
                     Err(now) => s = now,
                 }
                 continue;
             }
-            // Sleeps only if the word still says "no permits, us registered": any release in
-            // between changed it, so no wake-up can be lost.
-            match deadline {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                // Timed out: leave, unless a permit arrived after all (the word then differs
+                // from `s`, and the loop takes it, so a wake-up meant for us is never lost).
+                match self
+                    .state
+                    .compare_exchange_weak(s, s - me, Relaxed, Relaxed)
+                {
+                    Ok(_) => return false,
+                    Err(now) => s = now,
+                }
+                continue;
+            }
+            // Sleeps only if the word still says "no permits" as we last saw it: any release
+            // in between changed it, so no wake-up can be lost. An unregistered poller sleeps
+            // for at most a millisecond at a time.
+            let nap = match me {
+                0 => Some(Instant::now() + POLL),
+                _ => None,
+            };
+            match deadline.into_iter().chain(nap).min() {
                 None => futex::wait(&self.state, s),
                 #[cfg(not(loom))]
-                Some(d) if Instant::now() < d => futex::wait_until(&self.state, s, d),
-                Some(_) => {
-                    // Timed out: leave, unless a permit arrived after all.
-                    match self
-                        .state
-                        .compare_exchange_weak(s, s - SLEEPER, Relaxed, Relaxed)
-                    {
-                        Ok(_) => return false,
-                        Err(now) => s = now,
-                    }
-                    continue;
-                }
+                Some(d) => futex::wait_until(&self.state, s, d),
+                #[cfg(loom)]
+                Some(_) => futex::wait(&self.state, s),
             }
             s = self.state.load(Relaxed);
         }
@@ -277,7 +301,10 @@ unsafe impl Strategy for SemLock {
 /// The semaphore way to wait: sleep in the kernel at once; a zero-permit [`Semaphore`].
 pub struct SemWaiter(Semaphore);
 
-impl Waiter for SemWaiter {
+// SAFETY: `signal` publishes with one Release store or RMW of the waiter's word, which `wait`,
+// `wait_until` and `is_signalled` read with Acquire before reporting a signal; afterwards it
+// uses only the word's address (a futex wake, or nothing). It never waits.
+unsafe impl Waiter for SemWaiter {
     fn wait(&self) {
         self.0.acquire();
         // Leave the permit in place: the event stays signalled.
@@ -294,12 +321,49 @@ impl Waiter for SemWaiter {
     }
 
     fn is_signalled(&self) -> bool {
-        self.0.permits() != 0
+        // Acquire: pairs with the Release of `signal`'s permit (the `Waiter` contract).
+        self.0.state.load(Acquire) & PERMITS != 0
     }
 
     unsafe fn signal(this: *const Self) {
         // SAFETY: the caller guarantees `this` is live until the permit is published, which
         // is all `release_raw` needs.
         unsafe { Semaphore::release_raw(&raw const (*this).0) }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// Pretends `n` threads already sleep on `sem`, as that many real threads would.
+    fn with_sleepers(sem: &Semaphore, n: u32) {
+        sem.state.store(n * SLEEPER, Relaxed);
+    }
+
+    #[test]
+    fn the_65536th_sleeper_waits_uncounted_and_gets_its_permit() {
+        // Counting this thread used to wrap the 16-bit sleeper field to 0: an overflow panic
+        // in a debug build, and in a release build a release that woke nobody.
+        let sem = Arc::new(Semaphore::new(0));
+        with_sleepers(&sem, MAX_SLEEPERS);
+        let t = {
+            let sem = sem.clone();
+            std::thread::spawn(move || sem.acquire())
+        };
+        std::thread::sleep(Duration::from_millis(5)); // most likely asleep by now
+        sem.release();
+        t.join().unwrap();
+        assert_eq!(sem.state.load(Relaxed), MAX_SLEEPERS * SLEEPER);
+    }
+
+    #[test]
+    fn an_uncounted_sleeper_times_out_leaving_the_word_as_it_was() {
+        let sem = Semaphore::new(0);
+        with_sleepers(&sem, MAX_SLEEPERS);
+        assert!(!sem.acquire_until(Instant::now() + Duration::from_millis(3)));
+        assert_eq!(sem.state.load(Relaxed), MAX_SLEEPERS * SLEEPER);
     }
 }

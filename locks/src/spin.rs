@@ -35,10 +35,7 @@ mod imp {
         }
         // In a VM the TSC read on another CPU may be behind the first: a reading that went
         // backwards gives a nonsense rate, so it is clamped rather than allowed to underflow.
-        let (ns, c) = (
-            t0.elapsed().as_nanos() as u64,
-            ticks().saturating_sub(c0),
-        );
+        let (ns, c) = (t0.elapsed().as_nanos() as u64, ticks().saturating_sub(c0));
         let per = (c.saturating_mul(1024) / ns.max(1)).clamp(1, u32::MAX as u64) as u32;
         TICKS_PER_1024NS.store(per, Relaxed);
         per

@@ -14,6 +14,8 @@ use std::time::Instant;
 /// Implementations must provide mutual exclusion: between a successful [`lock`](Self::lock)
 /// or [`try_lock`](Self::try_lock) and the matching [`unlock`](Self::unlock) no other thread
 /// can take the lock, and an unlock *happens before* the next successful acquisition.
+/// `unlock` must not unwind (a lock that cannot be released leaves every channel it guards
+/// wedged), and [`Waiter`] carries its own contract.
 pub unsafe trait Strategy: Send + Sync + Sized + 'static {
     /// Tuning knobs, parsed from a backend name such as `adaptive:spin_ns=0`.
     type Params: Params;
@@ -44,10 +46,30 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
 
 /// A one-shot event: one thread [`wait`](Waiter::wait)s, another [`signal`](Waiter::signal)s.
 ///
-/// A waiter is meant to live on the waiting thread's stack, registered somewhere the signalling
-/// thread can find it. The waiting thread must not free it before the wait has returned `true`
-/// and must not signal it itself.
-pub trait Waiter: Send + Sync {
+/// A waiter lives on the waiting thread's stack, registered somewhere the signalling thread
+/// can find it (in `chan`, a node linked into a channel's queue). Whether that stack frame may
+/// be freed depends entirely on what the waiter reports, which is why the trait is unsafe.
+///
+/// # Safety
+///
+/// `chan` frees the frame holding a waiter as soon as the waiter says it was signalled, so an
+/// implementation must guarantee:
+///
+/// 1. [`wait`](Waiter::wait) returns normally only after [`signal`](Waiter::signal) has been
+///    called on this waiter and has made its last access to `*this` (everything `signal` does
+///    afterwards uses the address alone, such as a futex wake, which finds nobody at a stale
+///    address). The same holds when [`wait_until`](Waiter::wait_until) returns `true` and
+///    when [`is_signalled`](Waiter::is_signalled) returns `true`.
+/// 2. `signal` publishes the signal with a *Release* operation that `wait`, `wait_until` and
+///    `is_signalled` read with *Acquire*, so what the signaller wrote before signalling is
+///    visible to the woken thread.
+/// 3. `signal` finishes in bounded time: it never waits for the waiting thread.
+///
+/// `wait` and `wait_until` may unwind; `chan` then withdraws the wait and, if a partner had
+/// already claimed it, waits for that partner's `signal` by polling `is_signalled` before the
+/// frame goes. A `wait` that returns early by mistake is waited again as long as
+/// `is_signalled` says `false`.
+pub unsafe trait Waiter: Send + Sync {
     /// Blocks until signalled; returns at once if that already happened.
     fn wait(&self);
 
@@ -57,7 +79,7 @@ pub trait Waiter: Send + Sync {
     /// address to another thread must either withdraw it or [`wait`](Waiter::wait) again.
     fn wait_until(&self, deadline: Instant) -> bool;
 
-    /// Whether the signal has arrived.
+    /// Whether the signal has arrived (and `signal` is done with `*this`).
     fn is_signalled(&self) -> bool;
 
     /// Wakes the thread waiting on `this`.
