@@ -159,3 +159,128 @@ impl Visit for AltClaimedOnce {
 fn alt_is_claimed_by_exactly_one_channel() {
     each(AltClaimedOnce);
 }
+
+#[derive(Clone)]
+struct StoreBuffering;
+impl Visit for StoreBuffering {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // Each thread sends on its own channel, then polls the other's. Some order of
+            // the four operations exists in every execution, so at least one poll must see
+            // a value: both `Empty` is the store-buffering outcome that the fast path's
+            // fence forbids (loom models `fence(SeqCst)` exactly).
+            let a = Chan::<u32, S>::with_params(1, p);
+            let b = Chan::<u32, S>::with_params(1, p);
+            let (a2, b2) = (a.clone(), b.clone());
+            let t = thread::spawn(move || {
+                b2.send(1).unwrap();
+                a2.nbrecv().is_ok()
+            });
+            a.send(1).unwrap();
+            let mine = b.nbrecv().is_ok();
+            let theirs = t.join().unwrap();
+            assert!(
+                mine || theirs,
+                "both non-blocking receives missed a sent value"
+            );
+        });
+    }
+}
+
+#[test]
+fn nonblocking_polls_are_not_store_buffered() {
+    each(StoreBuffering);
+}
+
+/// A lock whose waiter's `wait` returns once before any signal: the contract lets chan rely
+/// only on `is_signalled`, so chan must wait again rather than take an unfilled node.
+///
+/// (A waiter that *unwinds* is covered natively and under Miri in `tests/hostile.rs`: loom
+/// runs its threads as generators on one OS thread, and switching threads in the middle of
+/// an unwind confuses its bookkeeping, which reports a causality violation in any model
+/// whose unwinding thread meets another at a scheduling point.)
+struct Hasty<S>(S);
+
+struct HastyWaiter<W> {
+    inner: W,
+    returned_early: loom::sync::atomic::AtomicBool,
+}
+
+// SAFETY: forwards to `W`, except that the first `wait` returns at once, which the contract
+// allows only because `is_signalled` stays truthful.
+unsafe impl<W: locks::Waiter> locks::Waiter for HastyWaiter<W> {
+    fn wait(&self) {
+        if !self
+            .returned_early
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        self.inner.wait()
+    }
+    fn wait_until(&self, deadline: Instant) -> bool {
+        self.inner.wait_until(deadline)
+    }
+    fn is_signalled(&self) -> bool {
+        self.inner.is_signalled()
+    }
+    unsafe fn signal(this: *const Self) {
+        // SAFETY: forwarded.
+        unsafe { W::signal(&raw const (*this).inner) }
+    }
+}
+
+// SAFETY: mutual exclusion is `S`'s.
+unsafe impl<S: Strategy> Strategy for Hasty<S> {
+    type Params = S::Params;
+    type Waiter = HastyWaiter<S::Waiter>;
+    const NAME: &'static str = "hasty";
+    fn with_params(p: S::Params) -> Self {
+        Hasty(S::with_params(p))
+    }
+    fn params(&self) -> S::Params {
+        self.0.params()
+    }
+    fn waiter(&self) -> Self::Waiter {
+        HastyWaiter {
+            inner: self.0.waiter(),
+            returned_early: loom::sync::atomic::AtomicBool::new(false),
+        }
+    }
+    fn lock(&self) {
+        self.0.lock()
+    }
+    fn try_lock(&self) -> bool {
+        self.0.try_lock()
+    }
+    unsafe fn unlock(&self) {
+        // SAFETY: forwarded.
+        unsafe { self.0.unlock() }
+    }
+    fn is_locked(&self) -> bool {
+        self.0.is_locked()
+    }
+}
+
+#[derive(Clone)]
+struct EarlyReturn;
+impl Visit for EarlyReturn {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // A blocked receiver whose waiter returns before the sender's hand-off: it must
+            // still receive the value, not report the channel closed.
+            let c = Chan::<u32, Hasty<S>>::with_params(0, p);
+            let tx = c.clone();
+            let t = thread::spawn(move || tx.send(3));
+            assert_eq!(c.recv(), Ok(3));
+            assert_eq!(t.join().unwrap(), Ok(()));
+        });
+    }
+}
+
+#[test]
+fn a_waiter_returning_early_is_waited_again() {
+    each(EarlyReturn);
+}

@@ -11,7 +11,6 @@ use crate::futex;
 use crate::stats::count;
 use crate::strategy::{NoParams, Strategy, Waiter};
 use crate::sync::{AtomicU32, Ordering::*};
-#[cfg(not(loom))]
 use std::time::Instant;
 
 /// Bits of the word that count free permits; the rest count sleepers.
@@ -112,7 +111,7 @@ impl Semaphore {
     }
 
     #[cold]
-    fn acquire_slow(&self, deadline: Option<std::time::Instant>) -> bool {
+    fn acquire_slow(&self, deadline: Option<Instant>) -> bool {
         // Either take a permit or register as a sleeper, in one atomic step. With the sleeper
         // count full, stay unregistered instead: releases will not wake us, so we poll.
         let mut s = self.state.load(Relaxed);
