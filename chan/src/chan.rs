@@ -48,13 +48,17 @@ const SENDERS: u64 = 1 << 32;
 const RECEIVERS: u64 = 1 << 33;
 const CLOSED: u64 = 1 << 34;
 
+// `repr(C)`: the fields every operation touches come first, in the order it touches them, so
+// that the lock word, the summary and the buffer's bookkeeping share the first cache line of
+// the allocation instead of adding lines that bounce between a sender's and a receiver's CPU.
+#[repr(C)]
 pub(crate) struct Shared<T, L: Strategy> {
     lock: LockRef<L>,
-    state: UnsafeCell<State<T, L::Waiter>>,
     /// `buf.len()` plus the `SENDERS`, `RECEIVERS` and `CLOSED` flags, as of the last unlock:
     /// lets `nbsend`/`nbrecv` fail and `len`/`is_closed` answer without taking the lock.
     summary: AtomicU64,
     cap: usize,
+    state: UnsafeCell<State<T, L::Waiter>>,
 }
 
 // SAFETY: `state` is only touched while holding `lock`; the raw node pointers in it belong to
@@ -81,11 +85,12 @@ impl<L> LockRef<L> {
     }
 }
 
+#[repr(C)] // hot fields first, after `Shared`'s: see there
 pub(crate) struct State<T, W> {
     buf: VecDeque<T>,
-    cap: usize,
-    pub(crate) sendq: WaitQueue<T, W>,
     pub(crate) recvq: WaitQueue<T, W>,
+    pub(crate) sendq: WaitQueue<T, W>,
+    cap: usize,
     pub(crate) closed: bool,
 }
 
@@ -188,13 +193,16 @@ impl<T, W> Drop for State<T, W> {
 /// The channel's state, locked; unlocks (publishing the summary first) when dropped.
 pub(crate) struct Locked<'a, T, L: Strategy> {
     shared: &'a Shared<T, L>,
+    /// `shared.lock` resolved once (it may be the global lock).
+    lock: &'a L,
 }
 
 impl<T, L: Strategy> Shared<T, L> {
     #[inline]
     pub(crate) fn lock(&self) -> Locked<'_, T, L> {
-        self.lock.get().lock();
-        Locked { shared: self }
+        let lock = self.lock.get();
+        lock.lock();
+        Locked { shared: self, lock }
     }
 
     /// The lock, for alt to order and take several channels' locks itself.
@@ -247,7 +255,7 @@ impl<T, L: Strategy> Drop for Locked<'_, T, L> {
     fn drop(&mut self) {
         self.shared.publish(self);
         // SAFETY: a `Locked` exists only while its thread holds the lock.
-        unsafe { self.shared.lock.get().unlock() }
+        unsafe { self.lock.unlock() }
     }
 }
 
@@ -426,7 +434,7 @@ impl<T, L: Strategy> Chan<T, L> {
         deadline: Option<Instant>,
     ) -> Result<(), Fail<T>> {
         let sh = &*self.shared;
-        let ctx = Context::new(sh.lock.get().waiter());
+        let ctx = Context::new(st.lock.waiter());
         let node = Node::new(Some(v));
         node.bind(&ctx, 0);
         // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
@@ -485,7 +493,7 @@ impl<T, L: Strategy> Chan<T, L> {
         deadline: Option<Instant>,
     ) -> Result<T, RecvFail> {
         let sh = &*self.shared;
-        let ctx = Context::new(sh.lock.get().waiter());
+        let ctx = Context::new(st.lock.waiter());
         let node = Node::new(None);
         node.bind(&ctx, 0);
         // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
