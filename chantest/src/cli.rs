@@ -44,6 +44,8 @@ Examples:
   chantest --via shm,pipe -S 8k -N 20000   8 KiB messages between two processes (seed 000)
   chantest --via chan,unix -S 1M -N 500    1 MiB messages, every byte written and read
   chantest --via signal -N 100000          signal ping-pong: ns and cycles per signal
+  chantest soak --for 10m                  every channel operation under hostile conditions,
+                                           checked (see chantest soak --help)
 
 Transports (--via): chan runs once per --lock backend. pipe and unix: M threads write S-byte
 messages into one pipe or one unix stream socket pair, one thread reads; -O does not apply

@@ -5,7 +5,7 @@
 //! | 0 | ran; nothing regressed |
 //! | 1 | ran; a cell regressed (`--baseline`, `--compare`) |
 //! | 2 | usage: bad flags, unreadable or mismatched baseline, unwritable output, no threads |
-//! | 3 | a channel or transport lost, duplicated, reordered or corrupted a value, or a transport failed mid-run (its peer process died, a read failed) |
+//! | 3 | a channel or transport lost, duplicated, reordered or corrupted a value, or a transport failed mid-run (its peer process died, a read failed); `chantest soak`: any failed check, or a thread stuck |
 
 use std::fmt;
 use std::process::ExitCode;

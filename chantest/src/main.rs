@@ -7,7 +7,8 @@
 //! them using [`verdict`]; [`report`] and [`plot`] print them. [`via`] carries the same
 //! workload over pipes, unix sockets, shared memory and signals; its two-process transports
 //! start chantest again as their peer (`chantest --peer …`, see [`via::peer`]), which is
-//! recognised here before any flag is parsed.
+//! recognised here before any flag is parsed. So is `chantest soak …` ([`soak`]), the
+//! stress test under hostile conditions, which has flags of its own.
 
 mod affinity;
 mod cli;
@@ -19,6 +20,7 @@ mod plot;
 mod progress;
 mod report;
 mod results;
+mod soak;
 mod sweep;
 mod verdict;
 mod via;
@@ -32,6 +34,9 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     if let Some(code) = via::peer::main_if_peer() {
+        return code;
+    }
+    if let Some(code) = soak::main_if_soak() {
         return code;
     }
     match run() {

@@ -1,0 +1,251 @@
+//! A worker's alts: send and receive arms mixed, several on one channel, over several
+//! channels, with stale values in receive slots, waited on in every way.
+//!
+//! Afterwards every arm's slot is checked against what the alt reported: a send arm that
+//! fired has given up its value and the others still hold theirs; a receive arm that fired
+//! holds a fresh value and the others hold what they held before (nothing, or their stale
+//! value).
+
+use super::failure::{fail, thread_name};
+use super::plan::LANES;
+use super::value::{accept, user_drop, Val};
+use super::watchdog::{Doing, Op, MAX_ARMS};
+use super::worker::Worker;
+use chan::{Alt, Fired};
+use locks::Strategy;
+use std::time::{Duration, Instant};
+
+/// Which arms a worker may add.
+#[derive(Clone, Copy, Debug)]
+pub enum Side {
+    /// Send arms only.
+    Send,
+    /// Receive arms, the first on `home` (so that waiting is safe).
+    Recv {
+        /// The receiver's home channel.
+        home: usize,
+    },
+    /// Both.
+    Mixed,
+}
+
+#[derive(Clone, Copy)]
+struct Arm {
+    send: bool,
+    chan: usize,
+    lane: usize,
+    /// The value the slot held going in.
+    id: Option<u32>,
+}
+
+enum Wait {
+    Block,
+    Try,
+    Timeout(Duration),
+    Deadline(Duration),
+}
+
+impl<S: Strategy> Worker<'_, S> {
+    /// One alt.
+    pub(super) fn alt_op(&mut self, side: Side) {
+        let want = 1 + self.rng.index(MAX_ARMS - 2);
+        let mut arms: Vec<Arm> = Vec::with_capacity(want);
+        let mut slots: Vec<Option<Val<S>>> = Vec::with_capacity(want);
+        if let Side::Recv { home } = side {
+            self.add_recv(&mut arms, &mut slots, home);
+        }
+        while arms.len() < want {
+            let send = match side {
+                Side::Send => true,
+                Side::Recv { .. } => false,
+                Side::Mixed => self.rng.chance(512),
+            };
+            if send {
+                if !self.add_send(&mut arms, &mut slots) {
+                    break;
+                }
+            } else {
+                // Often a second arm on a channel already there.
+                let c = match arms.len() {
+                    n if n > 0 && self.rng.chance(384) => arms[self.rng.index(n)].chan,
+                    _ => self.recv_chan(),
+                };
+                self.add_recv(&mut arms, &mut slots, c);
+            }
+        }
+        if arms.is_empty() {
+            return;
+        }
+        let sending = slots.iter().zip(&arms).any(|(s, a)| a.send && s.is_some());
+        if matches!(side, Side::Send) && !sending {
+            return self.settle(&arms, slots, None);
+        }
+        // Waiting without a bound is safe only where some other thread is bound to act: a
+        // receiver of our send arm's channel, a sender on our home channel.
+        let may_block = sending || matches!(side, Side::Recv { .. });
+        let wait = match self.rng.below(if may_block { 4 } else { 3 }) {
+            0 => Wait::Try,
+            1 => Wait::Timeout(self.timeout()),
+            2 => Wait::Deadline(self.timeout()),
+            _ => Wait::Block,
+        };
+        let biased = self.rng.chance(self.ctx.plan.mix.biased);
+        self.counts.alts += 1;
+
+        let fired = {
+            let mut alt = Alt::new();
+            if biased {
+                alt = alt.biased();
+            }
+            for (a, slot) in arms.iter().zip(slots.iter_mut()) {
+                if a.send {
+                    alt.send(&self.chans[a.chan], slot);
+                } else {
+                    alt.recv(&self.chans[a.chan], slot);
+                }
+            }
+            let op = match wait {
+                Wait::Block => Op::AltWait,
+                Wait::Try => Op::AltTryWait,
+                Wait::Timeout(_) => Op::AltWaitTimeout,
+                Wait::Deadline(_) => Op::AltWaitDeadline,
+            };
+            self.slot
+                .begin(Doing::alt(op, arms.iter().map(|a| (a.send, a.chan))));
+            match wait {
+                Wait::Block => Some(alt.wait()),
+                Wait::Try => alt.try_wait(),
+                Wait::Timeout(d) => alt.wait_timeout(d),
+                Wait::Deadline(d) => alt.wait_deadline(Instant::now() + d),
+            }
+        };
+        if fired.is_none() && !matches!(wait, Wait::Try) {
+            self.counts.timeouts += 1;
+        }
+        self.settle(&arms, slots, fired);
+    }
+
+    /// Adds a send arm; false when there is no channel or lane left to add one for.
+    fn add_send(&mut self, arms: &mut Vec<Arm>, slots: &mut Vec<Option<Val<S>>>) -> bool {
+        let Some(c) = self.live_chan() else {
+            return false;
+        };
+        // Two arms on one channel must come from different lanes: which of them fires is the
+        // alt's choice, so their relative order is not the sender's to promise.
+        let free: Vec<usize> = (0..LANES)
+            .filter(|&l| !arms.iter().any(|a| a.send && a.chan == c && a.lane == l))
+            .collect();
+        if free.is_empty() {
+            return false;
+        }
+        let lane = free[self.rng.index(free.len())];
+        // Out of quota leaves the arm disabled (`None`, Plan 9's CHANNOP).
+        let v = self.take_value(lane, c);
+        arms.push(Arm {
+            send: true,
+            chan: c,
+            lane,
+            id: v.as_ref().map(Val::id),
+        });
+        slots.push(v);
+        true
+    }
+
+    fn add_recv(&mut self, arms: &mut Vec<Arm>, slots: &mut Vec<Option<Val<S>>>, c: usize) {
+        let v = self.stale_value();
+        arms.push(Arm {
+            send: false,
+            chan: c,
+            lane: 0,
+            id: v.as_ref().map(Val::id),
+        });
+        slots.push(v);
+    }
+
+    /// Reads every slot after the alt, checking it against `fired`.
+    fn settle(&mut self, arms: &[Arm], slots: Vec<Option<Val<S>>>, fired: Option<Fired>) {
+        let what = || {
+            let arms: Vec<String> = arms
+                .iter()
+                .map(|a| format!("{} c{}", if a.send { "send" } else { "recv" }, a.chan))
+                .collect();
+            format!("thread `{}`: alt [{}]", thread_name(), arms.join(", "))
+        };
+        if let Some(f) = fired {
+            if f.index >= arms.len() {
+                fail(format!(
+                    "{}: fired arm {}, which it does not have",
+                    what(),
+                    f.index
+                ));
+            }
+        }
+        for (i, (a, slot)) in arms.iter().zip(slots).enumerate() {
+            let here = fired.filter(|f| f.index == i);
+            let completed = here.is_some_and(|f| !f.closed);
+            let closed = here.is_some_and(|f| f.closed);
+            if a.send {
+                match slot {
+                    None if completed => match a.id {
+                        Some(id) => self.sent(id),
+                        None => fail(format!("{}: disabled arm {i} fired", what())),
+                    },
+                    None => {
+                        if let Some(id) = a.id {
+                            fail(format!(
+                                "{}: arm {i} (value #{id}) lost its value without firing{}",
+                                what(),
+                                if closed { " (reported closed)" } else { "" }
+                            ));
+                        }
+                    }
+                    Some(v) if closed => self.closed(a.chan, v),
+                    Some(v) => {
+                        if completed {
+                            fail(format!(
+                                "{}: arm {i} fired, yet still holds value #{}",
+                                what(),
+                                v.id()
+                            ));
+                        }
+                        self.put_back(a.lane, a.chan, v);
+                    }
+                }
+            } else {
+                match slot {
+                    Some(v) if v.is_stale() => {
+                        if completed {
+                            fail(format!(
+                                "{}: arm {i} fired, yet its slot still holds its stale value",
+                                what()
+                            ));
+                        }
+                        self.slot.begin(Doing::op(Op::UserDrop, None));
+                        user_drop(v);
+                    }
+                    Some(v) => {
+                        if !completed {
+                            fail(format!(
+                                "{}: value #{} landed in arm {i}, which did not fire",
+                                what(),
+                                v.id()
+                            ));
+                        }
+                        accept(v, a.chan);
+                    }
+                    None if completed => {
+                        fail(format!("{}: arm {i} fired without a value", what()));
+                    }
+                    None => {
+                        if let Some(id) = a.id {
+                            fail(format!(
+                                "{}: arm {i} did not fire, yet its stale value #{id} is gone",
+                                what()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! `chantest soak` flags.
+
+use crate::error::{usage, Error};
+use clap::Parser;
+use std::ffi::OsString;
+use std::time::Duration;
+
+/// Default `--for`.
+pub const DEFAULT_FOR: &str = "10s";
+/// Default `--threads`.
+pub const DEFAULT_THREADS: usize = 16;
+/// The most `--threads`: far more threads than cores already serialise everything.
+pub const MAX_THREADS: usize = 64;
+
+const EXAMPLES: &str = "\
+Examples:
+  chantest soak                          about 10 s, every backend, a fresh seed
+  chantest soak --for 10m                rounds until ten minutes are spent
+  chantest soak --seed 0x1f2e --rounds 1 replay the round a failure printed
+  chantest soak --threads 4 --messages 100000
+
+Each round draws from its seed: a backend (spin, sem, adaptive, adaptive:yield_ns=0) with a
+lock per channel or Plan 9's one global lock, 1-4 channels of capacity 0, 1, 2, 10 or 100, and
+2 to --threads senders, receivers and mixed alt threads doing blocking, non-blocking, timed and
+alt operations, closing channels mid-run, with values whose drop panics or re-enters a
+channel. Checked: every value arrives exactly once or comes back to its sender, in order per
+sender and channel, and is dropped exactly once; a watchdog reports a thread stuck for 5 s.
+
+Exit status: 0 ok, 2 usage error, 3 a check failed or a thread was stuck.";
+
+/// The channels under hostile conditions: a seeded random mix of every operation over every
+/// lock backend, checking that no value is lost, duplicated, reordered or dropped twice, and
+/// that no thread gets stuck.
+#[derive(Debug, Parser)]
+#[command(name = "chantest soak", after_help = EXAMPLES, max_term_width = 100)]
+pub struct Args {
+    /// How long to run: rounds start until this is spent, e.g. 500ms, 10s, 10m, 1h
+    #[arg(long = "for", value_name = "DURATION", value_parser = duration, default_value = DEFAULT_FOR)]
+    pub duration: Duration,
+
+    /// Master seed, decimal or 0x hex; round 0 runs with it, later rounds derive theirs
+    /// [default: from the clock]
+    #[arg(long, value_name = "N", value_parser = seed)]
+    pub seed: Option<u64>,
+
+    /// Most worker threads in a round; each round draws 2 to this many
+    #[arg(long, value_name = "N", value_parser = threads, default_value_t = DEFAULT_THREADS)]
+    pub threads: usize,
+
+    /// Stop once this many values have been sent or offered, over all rounds
+    #[arg(long, value_name = "N", value_parser = positive)]
+    pub messages: Option<u64>,
+
+    /// Stop after this many rounds (`--seed S --rounds 1` replays one round)
+    #[arg(long, value_name = "N", value_parser = positive)]
+    pub rounds: Option<u64>,
+}
+
+/// Parses the arguments after `soak`. Help is printed here and exits 0; any other problem is
+/// one `Error::Usage` line.
+pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, Error> {
+    let argv = std::iter::once(OsString::from("chantest soak")).chain(args);
+    Args::try_parse_from(argv).map_err(|e| match e.kind() {
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
+        _ => usage!("soak: {}", one_line(&e.to_string())),
+    })
+}
+
+/// Clap's multi-line error as one line, pointing to `--help`.
+fn one_line(message: &str) -> String {
+    let first = message
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
+    let first = first.trim().trim_start_matches("error: ");
+    format!("{first} (try chantest soak --help)")
+}
+
+/// `500ms`, `10s`, `1.5s`, `10m`, `1h`; a bare number is seconds.
+fn duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("`{s}` is not a duration such as 500ms, 10s, 10m or 1h");
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let seconds = match unit.trim() {
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(bad()),
+    };
+    let n: f64 = number.parse().map_err(|_| bad())?;
+    let total = n * seconds;
+    // A week is far beyond any soak; the bound keeps `Instant` arithmetic from overflowing.
+    if !(total > 0.0 && total <= 7.0 * 24.0 * 3600.0) {
+        return Err(format!(
+            "`{s}` is out of range (more than 0, at most a week)"
+        ));
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+fn seed(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse(),
+    };
+    parsed.map_err(|_| format!("`{s}` is not a seed (a 64-bit number, decimal or 0x hex)"))
+}
+
+fn threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (2..=MAX_THREADS).contains(&n) => Ok(n),
+        Ok(_) => Err(format!(
+            "`{s}` is out of range (2 to {MAX_THREADS}: a sender and a receiver at least)"
+        )),
+        Err(_) => Err(format!("`{s}` is not a number")),
+    }
+}
+
+fn positive(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err(format!("`{s}` is out of range (at least 1)")),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{s}` is not a number")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Result<Args, String> {
+        parse(line.split_whitespace().map(OsString::from)).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_and_values() {
+        let a = args("").unwrap();
+        assert_eq!(a.duration, Duration::from_secs(10));
+        assert_eq!(
+            (a.seed, a.threads, a.messages, a.rounds),
+            (None, 16, None, None)
+        );
+        let a = args("--for 10m --seed 0x1F --threads 4 --messages 9 --rounds 2").unwrap();
+        assert_eq!(a.duration, Duration::from_secs(600));
+        assert_eq!(
+            (a.seed, a.threads, a.messages, a.rounds),
+            (Some(31), 4, Some(9), Some(2))
+        );
+        for (text, ms) in [
+            ("500ms", 500),
+            ("1.5s", 1500),
+            ("2", 2000),
+            ("1h", 3_600_000),
+        ] {
+            assert_eq!(duration(text).unwrap(), Duration::from_millis(ms), "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_flags_are_one_line() {
+        for (line, want) in [
+            ("--for 0s", "out of range"),
+            ("--for 3x", "not a duration"),
+            ("--for s", "not a duration"),
+            ("--seed banana", "not a seed"),
+            ("--threads 1", "out of range"),
+            ("--threads 65", "out of range"),
+            ("--messages 0", "out of range"),
+            ("--rounds -1", "unexpected argument"),
+            ("--bogus", "unexpected argument"),
+        ] {
+            let e = args(line).unwrap_err();
+            assert!(e.contains(want), "{line}: {e}");
+            assert!(e.starts_with("soak: ") && !e.contains('\n'), "{line}: {e}");
+        }
+    }
+}

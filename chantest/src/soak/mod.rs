@@ -1,0 +1,143 @@
+//! `chantest soak`: the channels under hostile conditions, checked.
+//!
+//! A run is a series of rounds until `--for` is spent (or `--messages`, `--rounds`). Each
+//! round's seed derives from the master seed ([`rng::round_seed`]) and decides everything
+//! about it ([`plan::Plan`]): the lock backend (every one of [`locks::Backend::ALL`] plus
+//! `adaptive:yield_ns=0`), a lock per channel or Plan 9's global lock, 1 to 4 channels of
+//! capacity 0, 1, 2, 10 or 100, and 2 to `--threads` workers. Senders ([`send`]) use blocking,
+//! non-blocking, timed and alt sends, receivers ([`recv`]) the same for receiving, mixed
+//! threads alts of send and receive arms ([`alt`]), with several arms on one channel and
+//! stale values in receive slots; the main thread ([`round`]) closes channels mid-run, some
+//! of which are then left undrained. Workers drop and re-clone their handles. Values
+//! ([`value`]) may panic when dropped (caught where the user drops them) or re-enter a channel
+//! (`len`, `nbsend`, `nbrecv`) from their drop. In half the rounds a [`probe`] pair of threads
+//! checks that `nbsend` and `nbrecv` agree with what another channel has already shown.
+//!
+//! Checked: every value is received exactly once, or given back to its sender, or left in a
+//! channel closed and destroyed undrained, and nothing else ([`ledger`]); one receiver sees
+//! each sender's values on a channel in order; every value is dropped exactly once; alts
+//! leave their slots as they report; `close`, `len` and `closing` agree; the probe's
+//! non-blocking operations are linearizable. A [`watchdog`] names
+//! the thread stuck in an operation. Exit status 3 for any of these, with the round's seed:
+//! `chantest soak --seed SEED --rounds 1 --threads N` runs that round's workload again (the
+//! interleaving, of course, is the scheduler's).
+
+mod alt;
+mod args;
+mod failure;
+mod ledger;
+mod plan;
+mod probe;
+mod recv;
+mod rng;
+mod round;
+mod send;
+mod summary;
+mod value;
+mod watchdog;
+mod worker;
+
+use crate::error::Error;
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use summary::Summary;
+
+/// The first argument that makes chantest run the soak.
+pub const ARG: &str = "soak";
+
+/// Runs the soak if the first argument asks for it, returning the exit status; `None`
+/// otherwise.
+pub fn main_if_soak() -> Option<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != ARG {
+        return None;
+    }
+    Some(match run(args.collect()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("chantest: {e}");
+            e.exit_code()
+        }
+    })
+}
+
+fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
+    let args = args::parse(args)?;
+    let master = args.seed.unwrap_or_else(rng::from_clock);
+    value::install_panic_hook();
+    let summary = Arc::new(Mutex::new(Summary::new(master, args.threads)));
+    {
+        let summary = Arc::clone(&summary);
+        watchdog::start(move |reason| {
+            let s = summary.lock().unwrap_or_else(|e| e.into_inner());
+            print(&s.render(false));
+            eprintln!("chantest: channel check failed: {reason}");
+        });
+    }
+    let end = Instant::now() + args.duration;
+    let mut offered = 0;
+    for round in 0.. {
+        if Instant::now() >= end || args.rounds.is_some_and(|n| round >= n) {
+            break;
+        }
+        let limit = match args.messages {
+            Some(m) if offered >= m => break,
+            Some(m) => Some(m - offered),
+            None => None,
+        };
+        let seed = rng::round_seed(master, round);
+        let plan = plan::Plan::new(seed, args.threads, limit);
+        let mut replay = format!(
+            "chantest soak --seed {seed:#x} --rounds 1 --threads {}",
+            args.threads
+        );
+        if let Some(l) = limit {
+            replay += &format!(" --messages {l}");
+        }
+        let out = round::run(&plan, end, replay.clone())?;
+        offered += out.tally.data;
+        summary
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add(&plan, &out);
+        let (failures, count) = &out.failures;
+        if *count > 0 {
+            eprintln!("chantest: soak: round {round} failed, {plan}");
+            for f in failures {
+                eprintln!("  {f}");
+            }
+            if *count > failures.len() {
+                eprintln!("  ... {} failed checks in all", count);
+            }
+            eprintln!("  replay: {replay}");
+            print(
+                &summary
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .render(false),
+            );
+            let first = failures.first().map_or("", String::as_str);
+            return Err(Error::Violation(format!(
+                "soak round {round} (seed {seed:#x}, {}{}): {first}",
+                plan.backend,
+                if plan.global { ", global lock" } else { "" }
+            )));
+        }
+    }
+    print(
+        &summary
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .render(true),
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the report to stdout; a reader that went away (`chantest soak | head`) is no error.
+fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}

@@ -1,0 +1,165 @@
+//! A worker's receives, and how a receiver follows its home channel until every channel is
+//! closed and drained.
+//!
+//! A receiver blocks only in operations that include its home channel, so that every open
+//! channel always has a thread that will take its values: a blocked sender is never left
+//! waiting on a channel whose receivers all wait elsewhere. When its home closes, the
+//! receiver drains it (unless the round leaves it undrained) and moves to another open
+//! channel; when none is left it drains every channel and finishes.
+
+use super::alt::Side;
+use super::failure;
+use super::value::{accept, check_len};
+use super::watchdog::{Doing, Op};
+use super::worker::Worker;
+use chan::{RecvTimeoutError, TryRecvError};
+use locks::Strategy;
+use std::time::Instant;
+
+impl<S: Strategy> Worker<'_, S> {
+    /// Receives until every channel is closed and drained.
+    pub(super) fn recv_loop(&mut self, mut home: usize) {
+        loop {
+            if failure::failed() {
+                return;
+            }
+            if self.chans[home].is_closed() {
+                if !self.ctx.plan.abandoned[home] {
+                    self.drain(home);
+                }
+                let open: Vec<usize> = (0..self.chans.len())
+                    .filter(|&c| !self.chans[c].is_closed())
+                    .collect();
+                if open.is_empty() {
+                    for c in 0..self.chans.len() {
+                        if !self.ctx.plan.abandoned[c] {
+                            self.drain(c);
+                        }
+                    }
+                    return;
+                }
+                home = open[self.rng.index(open.len())];
+                continue;
+            }
+            self.maybe_reclone();
+            self.recv_op(Some(home));
+        }
+    }
+
+    /// Receives from closed channel `c` until it reports itself closed and drained.
+    fn drain(&mut self, c: usize) {
+        self.slot.begin(Doing::op(Op::Drain, Some(c)));
+        if self.rng.chance(512) {
+            for v in self.chans[c].iter() {
+                accept(v, c);
+            }
+        } else {
+            while let Ok(v) = self.chans[c].recv() {
+                accept(v, c);
+            }
+        }
+    }
+
+    /// One receive operation of a kind drawn with the round's weights; blocking kinds only on
+    /// `home` (a thread without one uses their timed forms).
+    pub(super) fn recv_op(&mut self, home: Option<usize>) {
+        let kind = self.rng.weighted(&self.ctx.plan.mix.recv);
+        let any = self.recv_chan();
+        match (kind, home) {
+            (0, Some(h)) => {
+                self.slot.begin(Doing::op(Op::Recv, Some(h)));
+                if let Ok(v) = self.chans[h].recv() {
+                    accept(v, h);
+                }
+            }
+            (1, _) => {
+                self.slot.begin(Doing::op(Op::NbRecv, Some(any)));
+                match self.chans[any].nbrecv() {
+                    Ok(v) => accept(v, any),
+                    Err(TryRecvError::Empty | TryRecvError::Closed) => {}
+                }
+            }
+            (4, Some(h)) => {
+                let n = 1 + self.rng.index(8);
+                self.slot.begin(Doing::op(Op::Iter, Some(h)));
+                for v in self.chans[h].iter().take(n) {
+                    accept(v, h);
+                }
+            }
+            // Without a home, the blocking kinds become timed ones.
+            (0 | 2 | 3 | 4, _) => {
+                let d = self.timeout();
+                let r = if kind == 3 {
+                    self.slot.begin(Doing::op(Op::RecvDeadline, Some(any)));
+                    self.chans[any].recv_deadline(Instant::now() + d)
+                } else {
+                    self.slot.begin(Doing::op(Op::RecvTimeout, Some(any)));
+                    self.chans[any].recv_timeout(d)
+                };
+                match r {
+                    Ok(v) => accept(v, any),
+                    Err(RecvTimeoutError::Timeout) => self.counts.timeouts += 1,
+                    Err(RecvTimeoutError::Closed) => {}
+                }
+            }
+            (5, _) => {
+                let n = 1 + self.rng.index(16);
+                self.slot.begin(Doing::op(Op::TryIter, Some(any)));
+                for v in self.chans[any].try_iter().take(n) {
+                    accept(v, any);
+                }
+            }
+            (6, _) => self.alt_op(match home {
+                Some(h) => Side::Recv { home: h },
+                None => Side::Mixed,
+            }),
+            (7, _) => self.macro_op(home, any),
+            _ => {
+                self.slot.begin(Doing::op(Op::Len, Some(any)));
+                check_len(&self.chans[any], any);
+            }
+        }
+    }
+
+    /// The `alt!` macro over two receive arms: blocking when one is `home`, else with a
+    /// timeout or a default.
+    fn macro_op(&mut self, home: Option<usize>, any: usize) {
+        let a = home.unwrap_or_else(|| self.recv_chan());
+        let b = any;
+        let d = self.timeout();
+        let how = self.rng.index(3);
+        self.counts.alts += 1;
+        let arms = [(false, a), (false, b)].into_iter();
+        let got = match (how, home) {
+            (0, Some(_)) => {
+                self.slot.begin(Doing::alt(Op::AltWait, arms));
+                chan::alt! {
+                    recv(self.chans[a]) -> r => { r.ok().map(|v| (v, a)) },
+                    recv(self.chans[b]) -> r => { r.ok().map(|v| (v, b)) },
+                }
+            }
+            (1, _) => {
+                self.slot.begin(Doing::alt(Op::AltTryWait, arms));
+                chan::alt! {
+                    recv(self.chans[a]) -> r => { r.ok().map(|v| (v, a)) },
+                    recv(self.chans[b]) -> r => { r.ok().map(|v| (v, b)) },
+                    default => { None },
+                }
+            }
+            _ => {
+                self.slot.begin(Doing::alt(Op::AltMacro, arms));
+                chan::alt! {
+                    recv(self.chans[a]) -> r => { r.ok().map(|v| (v, a)) },
+                    recv(self.chans[b]) -> r => { r.ok().map(|v| (v, b)) },
+                    timeout(d) => {
+                        self.counts.timeouts += 1;
+                        None
+                    },
+                }
+            }
+        };
+        if let Some((v, c)) = got {
+            accept(v, c);
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The report at the end: what ran, per lock configuration, and what happened.
+
+use super::plan::{config, Plan};
+use super::rng::CONFIGS;
+use super::round::Outcome;
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Default)]
+struct Row {
+    rounds: u64,
+    messages: u64,
+    busy: Duration,
+}
+
+/// Totals over the rounds so far.
+pub struct Summary {
+    master: u64,
+    threads: usize,
+    started: Instant,
+    rows: [Row; CONFIGS as usize],
+    rounds: u64,
+    data: u64,
+    echoes: u64,
+    stale: u64,
+    messages: u64,
+    returned: u64,
+    teardown: u64,
+    timeouts: u64,
+    alts: u64,
+    closes: u64,
+    mid_run_closes: u64,
+    panicking_drops: u64,
+    reentrant_drops: u64,
+    probe_values: u64,
+}
+
+impl Summary {
+    /// An empty summary of a run with `master` seed and at most `threads` workers a round.
+    pub fn new(master: u64, threads: usize) -> Summary {
+        Summary {
+            master,
+            threads,
+            started: Instant::now(),
+            rows: [Row::default(); CONFIGS as usize],
+            rounds: 0,
+            data: 0,
+            echoes: 0,
+            stale: 0,
+            messages: 0,
+            returned: 0,
+            teardown: 0,
+            timeouts: 0,
+            alts: 0,
+            closes: 0,
+            mid_run_closes: 0,
+            panicking_drops: 0,
+            reentrant_drops: 0,
+            probe_values: 0,
+        }
+    }
+
+    /// Adds a finished round.
+    pub fn add(&mut self, plan: &Plan, o: &Outcome) {
+        let row = &mut self.rows[(plan.seed % CONFIGS) as usize];
+        row.rounds += 1;
+        row.messages += o.tally.received;
+        row.busy += o.elapsed;
+        self.rounds += 1;
+        self.data += o.tally.data;
+        self.echoes += o.tally.echoes;
+        self.stale += o.tally.stale;
+        self.messages += o.tally.received;
+        self.returned += o.tally.returned;
+        self.teardown += o.tally.teardown;
+        self.timeouts += o.counts.timeouts;
+        self.alts += o.counts.alts;
+        self.closes += o.closes;
+        self.mid_run_closes += o.mid_run_closes;
+        self.panicking_drops += o.panicking_drops;
+        self.reentrant_drops += o.reentrant_drops;
+        self.probe_values += o.probe_values;
+    }
+
+    /// The report, ending in `ok` or `FAILED`.
+    pub fn render(&self, ok: bool) -> String {
+        let wall = self.started.elapsed();
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "chantest soak: seed {:#x}, {:.1} s, {} rounds, up to {} threads",
+            self.master,
+            wall.as_secs_f64(),
+            self.rounds,
+            self.threads
+        );
+        let _ = writeln!(
+            s,
+            "{:<32} {:>6} {:>10} {:>10}",
+            "lock", "rounds", "messages", "msg/s"
+        );
+        for (i, row) in self.rows.iter().enumerate() {
+            let (backend, global) = config(i as u64);
+            let name = match global {
+                true => format!("{backend}, global lock"),
+                false => backend.to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "{name:<32} {:>6} {:>10} {:>10}",
+                row.rounds,
+                row.messages,
+                rate(row.messages, row.busy)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "{:<32} {:>6} {:>10} {:>10}",
+            "total",
+            self.rounds,
+            self.messages,
+            rate(self.messages, wall)
+        );
+        let _ = writeln!(
+            s,
+            "values {} sent, {} echoed from drops, {} stale in alt slots; {} returned to senders, \
+             {} left in closed channels",
+            self.data, self.echoes, self.stale, self.returned, self.teardown
+        );
+        let _ = writeln!(
+            s,
+            "timeouts {}, alts {}, closes {} ({} mid-run), panicking drops {}, re-entrant drops {}, \
+             probe values {}",
+            self.timeouts,
+            self.alts,
+            self.closes,
+            self.mid_run_closes,
+            self.panicking_drops,
+            self.reentrant_drops,
+            self.probe_values
+        );
+        s.push_str(if ok { "ok\n" } else { "FAILED\n" });
+        s
+    }
+}
+
+fn rate(messages: u64, time: Duration) -> u64 {
+    match time.as_secs_f64() {
+        t if t > 0.0 => (messages as f64 / t) as u64,
+        _ => 0,
+    }
+}
