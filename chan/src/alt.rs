@@ -151,7 +151,7 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         let st = unsafe { self.port.state() };
         match () {
             _ if self.src.is_none() => Poll::Pending,
-            _ if st.closed => Poll::Closed,
+            _ if st.is_closed() => Poll::Closed,
             _ if st.can_send() => Poll::Ready,
             _ => Poll::Pending,
         }
@@ -177,13 +177,13 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         unsafe {
             self.port.node.put(v);
             self.port.node.bind(ctx, token);
-            self.port.state().sendq.push(&self.port.node);
+            self.port.state().queue_sender(&self.port.node);
         }
     }
 
     unsafe fn dequeue(&mut self) {
         // SAFETY: the caller holds the lock.
-        unsafe { self.port.state() }.sendq.remove(&self.port.node);
+        unsafe { self.port.state() }.unqueue_sender(&self.port.node);
     }
 
     unsafe fn publish(&self) {
@@ -211,7 +211,7 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         let st = unsafe { self.port.state() };
         match () {
             _ if st.can_recv() => Poll::Ready,
-            _ if st.closed => Poll::Closed,
+            _ if st.is_closed() => Poll::Closed,
             _ => Poll::Pending,
         }
     }
@@ -228,12 +228,12 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
     unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize) {
         self.port.node.bind(ctx, token);
         // SAFETY: as for `SendArm::enqueue`.
-        unsafe { self.port.state().recvq.push(&self.port.node) };
+        unsafe { self.port.state().queue_receiver(&self.port.node) };
     }
 
     unsafe fn dequeue(&mut self) {
         // SAFETY: the caller holds the lock.
-        unsafe { self.port.state() }.recvq.remove(&self.port.node);
+        unsafe { self.port.state() }.unqueue_receiver(&self.port.node);
     }
 
     unsafe fn publish(&self) {

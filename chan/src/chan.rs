@@ -85,13 +85,17 @@ impl<L> LockRef<L> {
     }
 }
 
+/// The buffer and the queues of blocked parties. The queues are private: every change to them
+/// goes through a method here that also brings `flags` up to date.
 #[repr(C)] // hot fields first, after `Shared`'s: see there
 pub(crate) struct State<T, W> {
     buf: VecDeque<T>,
-    pub(crate) recvq: WaitQueue<T, W>,
-    pub(crate) sendq: WaitQueue<T, W>,
+    /// The summary's `SENDERS`, `RECEIVERS` and `CLOSED` bits, kept current by every method
+    /// that changes the queues or closes, so that publishing is an OR rather than three tests.
+    flags: u64,
+    recvq: WaitQueue<T, W>,
+    sendq: WaitQueue<T, W>,
     cap: usize,
-    pub(crate) closed: bool,
 }
 
 /// Signals a claimed waiter, if any; call with no channel lock held.
@@ -103,13 +107,36 @@ pub(crate) fn wake<W: locks::Waiter>(w: Option<Wake<W>>) {
 }
 
 impl<T, W: locks::Waiter> State<T, W> {
+    /// Recomputes the queue bits of `flags` after a queue changed.
+    fn sync_flags(&mut self) {
+        let mut f = self.flags & CLOSED;
+        if !self.sendq.is_empty() {
+            f |= SENDERS;
+        }
+        if !self.recvq.is_empty() {
+            f |= RECEIVERS;
+        }
+        self.flags = f;
+    }
+
+    #[inline]
+    pub(crate) fn is_closed(&self) -> bool {
+        self.flags & CLOSED != 0
+    }
+
     /// Completes a send now if it can: straight into a waiting receiver, else into the buffer.
     #[inline]
     pub(crate) fn try_send(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
-        if let Some((r, w)) = self.recvq.claim(false) {
-            // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
-            unsafe { r.put(v) };
-            return Ok(Some(w));
+        if !self.recvq.is_empty() {
+            match self.recvq.claim(false) {
+                Some((r, w)) => {
+                    // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
+                    unsafe { r.put(v) };
+                    self.sync_flags();
+                    return Ok(Some(w));
+                }
+                None => self.sync_flags(),
+            }
         }
         if self.buf.len() < self.cap {
             self.buf.push_back(v);
@@ -122,49 +149,107 @@ impl<T, W: locks::Waiter> State<T, W> {
     /// sender, as Plan 9 does), else straight from a waiting sender.
     #[inline]
     pub(crate) fn try_recv(&mut self) -> Option<(T, Option<Wake<W>>)> {
-        let head = self.buf.pop_front();
-        // A queued sender means the buffer was full (or there is none): take its value.
-        let taken = self.sendq.claim(false).map(|(s, w)| {
-            // SAFETY: we claimed `s` under the lock, so its slot is ours. A queued sender
-            // always holds its value; `None` here would be a bug, handled without a panic.
-            (unsafe { s.take() }, w)
+        // A queued sender means the buffer was full (or there is none).
+        match self.buf.pop_front() {
+            Some(v) if self.sendq.is_empty() => Some((v, None)),
+            Some(v) => Some((v, self.refill())),
+            None if self.sendq.is_empty() => None,
+            None => self.take_from_sender(),
+        }
+    }
+
+    /// Moves the first waiting sender's value into the slot a receive just freed.
+    fn refill(&mut self) -> Option<Wake<W>> {
+        let claimed = self.sendq.claim(false).map(|(s, w)| {
+            // SAFETY: we claimed `s` under the lock, so its slot is ours.
+            self.buf.extend(unsafe { s.take() });
+            w
         });
-        match (head, taken) {
-            (head, None) => head.map(|v| (v, None)),
-            (Some(v), Some((sv, w))) => {
-                self.buf.extend(sv);
-                Some((v, Some(w)))
-            }
-            (None, Some((Some(sv), w))) => Some((sv, Some(w))),
-            (None, Some((None, w))) => {
+        self.sync_flags();
+        claimed
+    }
+
+    /// Takes the first waiting sender's value (a rendezvous).
+    fn take_from_sender(&mut self) -> Option<(T, Option<Wake<W>>)> {
+        // SAFETY: we claim `s` under the lock, so its slot is ours.
+        let claimed = self.sendq.claim(false).map(|(s, w)| (unsafe { s.take() }, w));
+        self.sync_flags();
+        match claimed? {
+            (Some(v), w) => Some((v, Some(w))),
+            // A queued sender always holds its value; an empty one would be a bug, answered
+            // without a panic.
+            (None, w) => {
                 w.wake();
                 None
             }
         }
     }
 
+    /// Queues a blocked sender's node.
+    ///
+    /// # Safety
+    /// As for [`WaitQueue::push`].
+    pub(crate) unsafe fn queue_sender(&mut self, node: &Node<T, W>) {
+        // SAFETY: forwarded.
+        unsafe { self.sendq.push(node) };
+        self.flags |= SENDERS;
+    }
+
+    /// Queues a blocked receiver's node.
+    ///
+    /// # Safety
+    /// As for [`WaitQueue::push`].
+    pub(crate) unsafe fn queue_receiver(&mut self, node: &Node<T, W>) {
+        // SAFETY: forwarded.
+        unsafe { self.recvq.push(node) };
+        self.flags |= RECEIVERS;
+    }
+
+    /// Unlinks a sender's node if it is still queued.
+    pub(crate) fn unqueue_sender(&mut self, node: &Node<T, W>) {
+        self.sendq.remove(node);
+        self.sync_flags();
+    }
+
+    /// Unlinks a receiver's node if it is still queued.
+    pub(crate) fn unqueue_receiver(&mut self, node: &Node<T, W>) {
+        self.recvq.remove(node);
+        self.sync_flags();
+    }
+
+    /// Marks the channel closed and claims one blocked party, receivers first, to be woken
+    /// with [`Selected::Closed`](crate::waitq::Selected::Closed); `None` once none is left.
+    pub(crate) fn close_one(&mut self) -> Option<Wake<W>> {
+        self.flags |= CLOSED;
+        let claimed = match self.recvq.claim(true) {
+            Some((_, w)) => Some(w),
+            None => self.sendq.claim(true).map(|(_, w)| w),
+        };
+        self.sync_flags();
+        claimed
+    }
+
     /// Whether a send could complete now (for alt's poll).
     pub(crate) fn can_send(&mut self) -> bool {
-        self.buf.len() < self.cap || self.recvq.has_waiting()
+        self.buf.len() < self.cap || {
+            let waiting = self.recvq.has_waiting();
+            self.sync_flags();
+            waiting
+        }
     }
 
     /// Whether a receive could complete now (for alt's poll).
     pub(crate) fn can_recv(&mut self) -> bool {
-        !self.buf.is_empty() || self.sendq.has_waiting()
+        !self.buf.is_empty() || {
+            let waiting = self.sendq.has_waiting();
+            self.sync_flags();
+            waiting
+        }
     }
 
+    #[inline]
     fn summary(&self) -> u64 {
-        let mut s = self.buf.len() as u64;
-        if !self.sendq.is_empty() {
-            s |= SENDERS;
-        }
-        if !self.recvq.is_empty() {
-            s |= RECEIVERS;
-        }
-        if self.closed {
-            s |= CLOSED;
-        }
-        s
+        self.buf.len() as u64 | self.flags
     }
 }
 
@@ -315,9 +400,9 @@ impl<T, L: Strategy> Chan<T, L> {
                     // used): a send should not allocate while holding the lock.
                     buf: VecDeque::with_capacity(nbuf.min(1024)),
                     cap: nbuf,
+                    flags: 0,
                     sendq: WaitQueue::new(),
                     recvq: WaitQueue::new(),
-                    closed: false,
                 }),
                 summary: AtomicU64::new(0),
                 cap: nbuf,
@@ -404,7 +489,7 @@ impl<T, L: Strategy> Chan<T, L> {
             }
         }
         let mut st = sh.lock();
-        if st.closed {
+        if st.is_closed() {
             drop(st);
             return Err(Fail::Closed(v));
         }
@@ -439,13 +524,13 @@ impl<T, L: Strategy> Chan<T, L> {
         node.bind(&ctx, 0);
         // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
         // the waiter unwinds, by the guard).
-        unsafe { st.sendq.push(&node) };
+        unsafe { st.queue_sender(&node) };
         drop(st);
-        let guard = Abandon::arm(&ctx, || sh.lock().sendq.remove(&node));
+        let guard = Abandon::arm(&ctx, || sh.lock().unqueue_sender(&node));
         let signalled = ctx.block(deadline);
         guard.disarm();
         if !signalled {
-            sh.lock().sendq.remove(&node);
+            sh.lock().unqueue_sender(&node);
             // SAFETY: unlinked and aborted: the node is ours alone again.
             let v = unsafe { node.take() };
             return Err(Fail::Timeout(
@@ -475,7 +560,7 @@ impl<T, L: Strategy> Chan<T, L> {
             wake(w);
             return Ok(v);
         }
-        if st.closed {
+        if st.is_closed() {
             return Err(RecvFail::Closed);
         }
         match wait {
@@ -498,13 +583,13 @@ impl<T, L: Strategy> Chan<T, L> {
         node.bind(&ctx, 0);
         // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
         // the waiter unwinds, by the guard).
-        unsafe { st.recvq.push(&node) };
+        unsafe { st.queue_receiver(&node) };
         drop(st);
-        let guard = Abandon::arm(&ctx, || sh.lock().recvq.remove(&node));
+        let guard = Abandon::arm(&ctx, || sh.lock().unqueue_receiver(&node));
         let signalled = ctx.block(deadline);
         guard.disarm();
         if !signalled {
-            sh.lock().recvq.remove(&node);
+            sh.lock().unqueue_receiver(&node);
             return Err(RecvFail::Empty);
         }
         // SAFETY: claimed and signalled, so unlinked and ours again. A sender fills the
@@ -516,24 +601,17 @@ impl<T, L: Strategy> Chan<T, L> {
     /// and every blocked sender, receiver and alt is woken. False if it was already closed.
     pub fn close(&self) -> bool {
         let mut st = self.shared.lock();
-        if st.closed {
+        if st.is_closed() {
             return false;
         }
-        st.closed = true;
         // One claim per lock hold, woken outside it: nothing allocates under the lock, and
-        // nobody new can queue once `closed` is set.
-        loop {
-            let claimed = match st.recvq.claim(true) {
-                Some((_, w)) => w,
-                None => match st.sendq.claim(true) {
-                    Some((_, w)) => w,
-                    None => return true,
-                },
-            };
+        // nobody new can queue once the channel is marked closed.
+        while let Some(claimed) = st.close_one() {
             drop(st);
             claimed.wake();
             st = self.shared.lock();
         }
+        true
     }
 
     /// `None` while open; once closed, how many values are still buffered (9front's
