@@ -1,32 +1,23 @@
 //! `alt`: fairness, bias, non-blocking and timed forms, mixed types, losing send arms.
 #![cfg(not(loom))]
 
+#[macro_use]
 mod common;
 
 use chan::{Alt, Chan, Fired};
-use locks::{Strategy, Visit};
+use locks::Strategy;
 use std::thread;
 use std::time::Duration;
 
-#[derive(Clone)]
-struct All;
-
-impl Visit for All {
-    type Output = ();
-    fn visit<S: Strategy>(self, p: S::Params) {
-        fair_among_ready::<S>(p);
-        biased_takes_the_first::<S>(p);
-        nonblocking_and_timeout::<S>(p);
-        mixed_types_and_blocking::<S>(p);
-        losing_send_arms_keep_values::<S>(p);
-        closed_reported_last::<S>(p);
-        alts_against_alts_exactly_once::<S>(p);
-    }
-}
-
-#[test]
-fn alt_with_every_backend() {
-    common::for_each_backend(All);
+per_backend! {
+    alt:
+    fair_among_ready,
+    biased_takes_the_first,
+    nonblocking_and_timeout,
+    mixed_types_and_blocking,
+    losing_send_arms_keep_values,
+    closed_reported_last,
+    alts_against_alts_exactly_once,
 }
 
 fn fair_among_ready<S: Strategy>(p: S::Params) {

@@ -1,9 +1,91 @@
 //! Helpers shared by the channel tests.
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
 
 use locks::{Backend, Strategy, Visit};
+use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
+
+/// One `#[test]` per behaviour and backend.
+///
+/// ```ignore
+/// per_backend! { semantics: close_semantics, timeouts }
+/// fn close_semantics<S: Strategy>(p: S::Params) { .. }
+/// ```
+///
+/// makes `semantics::spin::close_semantics`, `semantics::sem::close_semantics`,
+/// `semantics::adaptive::close_semantics` and `semantics::adaptive_futex::close_semantics`
+/// (the last is `adaptive:yield_ns=0`: the futex path alone, where a lost wake-up hangs for
+/// good), and the same for `timeouts`. Each calls the function with its strategy and the
+/// parameters parsed from the backend's name, so a failure names both, and
+/// `cargo test sem::` or `cargo test close_semantics` picks a slice. A function may ask for
+/// more than `Strategy` (say `RawMutex`): the macro names the types. An attribute written
+/// before a name (`#[cfg_attr(miri, ignore)] big_stress`) goes on all four of its tests.
+macro_rules! per_backend {
+    ($group:ident: $($(#[$attr:meta])* $f:ident),+ $(,)?) => {
+        mod $group {
+            per_backend!(@one spin, ::locks::SpinYield, "spin"; $($(#[$attr])* $f),+);
+            per_backend!(@one sem, ::locks::SemLock, "sem"; $($(#[$attr])* $f),+);
+            per_backend!(@one adaptive, ::locks::Adaptive, "adaptive"; $($(#[$attr])* $f),+);
+            per_backend!(@one adaptive_futex, ::locks::Adaptive, "adaptive:yield_ns=0";
+                $($(#[$attr])* $f),+);
+        }
+    };
+    (@one $backend:ident, $S:ty, $spec:literal; $($(#[$attr:meta])* $f:ident),+) => {
+        mod $backend {
+            $(
+                #[test]
+                $(#[$attr])*
+                fn $f() {
+                    super::super::$f::<$S>($crate::common::params::<$S>($spec));
+                }
+            )+
+        }
+    };
+}
+
+/// The parameters of the backend named `spec`, which must name strategy `S`.
+pub fn params<S: Strategy>(spec: &str) -> S::Params {
+    struct Get;
+    impl Visit for Get {
+        type Output = (&'static str, Box<dyn Any>);
+        fn visit<T: Strategy>(self, p: T::Params) -> Self::Output {
+            (T::NAME, Box::new(p))
+        }
+    }
+    let backend: Backend = spec.parse().expect("a valid backend name");
+    let (name, p) = backend.visit(Get);
+    assert_eq!(
+        name,
+        S::NAME,
+        "backend `{spec}` is not strategy {}",
+        S::NAME
+    );
+    *p.downcast().expect("the strategy's own parameter type")
+}
+
+/// The factor `CHAN_TEST_SCALE` (a positive number, default 1) applies to iteration counts, so
+/// that slow instrumented runs (ThreadSanitizer) can do less of the same work.
+pub fn scale() -> f64 {
+    match std::env::var("CHAN_TEST_SCALE") {
+        Ok(s) => match s.trim().parse::<f64>() {
+            Ok(f) if f > 0.0 && f.is_finite() => f,
+            _ => panic!("CHAN_TEST_SCALE={s:?}: want a positive number such as 0.1"),
+        },
+        Err(_) => 1.0,
+    }
+}
+
+/// `n` times [`scale`], but at least `min` (which a statistical check may need) and at least 1.
+pub fn scaled(n: usize, min: usize) -> usize {
+    ((n as f64 * scale()).round() as usize).max(min).max(1)
+}
+
+/// `native` normally, `miri` when interpreted by Miri (where a step costs some thousand times
+/// more), times [`scale`] either way but never below `min`.
+pub fn count(native: usize, miri: usize, min: usize) -> usize {
+    scaled(if cfg!(miri) { miri } else { native }, min)
+}
 
 /// A value that counts its drops, to show nothing is leaked or dropped twice.
 #[derive(Debug)]
@@ -27,21 +109,12 @@ impl Drop for Tracked {
     }
 }
 
-/// Every backend, plus the adaptive one without its yield phase.
+/// Every backend, plus the adaptive one without its yield phase: the four `per_backend!` runs.
 pub fn backends() -> Vec<Backend> {
     let mut v = Backend::ALL.to_vec();
     // The futex path alone (no yielding), where a lost wake-up would hang for good.
     v.push("adaptive:yield_ns=0".parse().unwrap());
     v
-}
-
-/// Runs `V` with every backend.
-pub fn for_each_backend<V: Visit<Output = ()> + Clone>(v: V) {
-    for b in backends() {
-        // Captured by the test harness and shown with a failure: which backend it was.
-        eprintln!("backend {b}");
-        b.visit(v.clone());
-    }
 }
 
 pub fn name<S: Strategy>(params: S::Params) -> String {

@@ -2,19 +2,17 @@
 //! O in {0, 1, 2, 10, 100} x every backend, with randomized operation kinds and pauses.
 #![cfg(not(loom))]
 
+#[macro_use]
 mod common;
 
 use chan::{Chan, RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
-use locks::{Strategy, Visit};
+use locks::Strategy;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::thread;
 use std::time::Duration;
 
-#[derive(Clone)]
-struct Run {
-    seed: u64,
-}
+per_backend! { exactly_once: every_message_exactly_once_fifo_per_sender }
 
 /// A value that says who sent it and its place in that sender's sequence.
 fn encode(sender: u64, seq: u64) -> u64 {
@@ -84,91 +82,83 @@ fn recv<S: Strategy>(c: &Chan<u64, S>, rng: &mut StdRng) -> Option<u64> {
     }
 }
 
-impl Visit for Run {
-    type Output = ();
-    fn visit<S: Strategy>(self, params: S::Params) {
-        let name = common::name::<S>(params);
-        for (round, nbuf) in (0..3).flat_map(|r| [0usize, 1, 2, 10, 100].map(|o| (r, o))) {
-            let seed = self.seed ^ ((round << 16) | nbuf as u64) << 8;
-            let mut rng = StdRng::seed_from_u64(seed);
-            let senders = rng.random_range(1..=8u64);
-            // Every channel sees one, two and four receivers over the rounds.
-            let receivers = [1, 2, 4][round as usize];
-            let per_sender = rng.random_range(200..=800u64);
-            let ctx = format!(
-                "seed {seed:#x}: {name}, O={nbuf}, M={senders}, K={receivers}, N={per_sender}"
-            );
-
-            let c = Chan::<u64, S>::with_params(nbuf, params);
-            let sending: Vec<_> = (0..senders)
-                .map(|id| {
-                    let (c, mut rng) = (c.clone(), StdRng::seed_from_u64(seed + id + 1));
-                    thread::spawn(move || {
-                        for seq in 0..per_sender {
-                            jitter(&mut rng);
-                            send(&c, encode(id, seq), &mut rng);
-                        }
-                    })
-                })
-                .collect();
-            let receiving: Vec<_> = (0..receivers)
-                .map(|r| {
-                    let (c, mut rng) = (c.clone(), StdRng::seed_from_u64(!seed + r as u64));
-                    let ctx = ctx.clone();
-                    thread::spawn(move || {
-                        // What this receiver saw of each sender must be increasing.
-                        let mut last = vec![None::<u64>; senders as usize];
-                        let mut got = Vec::new();
-                        while let Some(v) = recv(&c, &mut rng) {
-                            let (id, seq) = ((v >> 32) as usize, v & 0xffff_ffff);
-                            assert!(id < last.len(), "{ctx}: forged value {v:#x}");
-                            assert!(
-                                last[id].is_none_or(|l| l < seq),
-                                "{ctx}: sender {id} out of order: {seq} after {:?}",
-                                last[id]
-                            );
-                            last[id] = Some(seq);
-                            got.push(v);
-                            jitter(&mut rng);
-                        }
-                        got
-                    })
-                })
-                .collect();
-            for s in sending {
-                s.join()
-                    .unwrap_or_else(|_| panic!("{ctx}: a sender panicked"));
-            }
-            c.close();
-            let mut all: Vec<u64> = receiving
-                .into_iter()
-                .flat_map(|r| {
-                    r.join()
-                        .unwrap_or_else(|_| panic!("{ctx}: a receiver panicked"))
-                })
-                .collect();
-            all.sort_unstable();
-            let expected: Vec<u64> = (0..senders)
-                .flat_map(|id| (0..per_sender).map(move |s| encode(id, s)))
-                .collect();
-            assert_eq!(
-                all.len(),
-                expected.len(),
-                "{ctx}: lost or duplicated messages"
-            );
-            assert!(all == expected, "{ctx}: wrong set of messages");
-        }
-    }
-}
-
-#[test]
-fn every_message_exactly_once_fifo_per_sender() {
+fn every_message_exactly_once_fifo_per_sender<S: Strategy>(params: S::Params) {
     // A fixed base seed keeps CI reproducible; CHAN_SEED explores others.
-    let seed = std::env::var("CHAN_SEED")
+    let base = std::env::var("CHAN_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x9f4e_2013);
-    common::for_each_backend(Run { seed });
+        .unwrap_or(0x9f4e_2013u64);
+    let name = common::name::<S>(params);
+    for (round, nbuf) in (0..3).flat_map(|r| [0usize, 1, 2, 10, 100].map(|o| (r, o))) {
+        let seed = base ^ ((round << 16) | nbuf as u64) << 8;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let senders = rng.random_range(1..=8u64);
+        // Every channel sees one, two and four receivers over the rounds.
+        let receivers = [1, 2, 4][round as usize];
+        // Drawn at full size either way, so that a seed names the same run at every scale.
+        let per_sender = common::scaled(rng.random_range(200..=800usize), 10) as u64;
+        let ctx =
+            format!("seed {seed:#x}: {name}, O={nbuf}, M={senders}, K={receivers}, N={per_sender}");
+
+        let c = Chan::<u64, S>::with_params(nbuf, params);
+        let sending: Vec<_> = (0..senders)
+            .map(|id| {
+                let (c, mut rng) = (c.clone(), StdRng::seed_from_u64(seed + id + 1));
+                thread::spawn(move || {
+                    for seq in 0..per_sender {
+                        jitter(&mut rng);
+                        send(&c, encode(id, seq), &mut rng);
+                    }
+                })
+            })
+            .collect();
+        let receiving: Vec<_> = (0..receivers)
+            .map(|r| {
+                let (c, mut rng) = (c.clone(), StdRng::seed_from_u64(!seed + r as u64));
+                let ctx = ctx.clone();
+                thread::spawn(move || {
+                    // What this receiver saw of each sender must be increasing.
+                    let mut last = vec![None::<u64>; senders as usize];
+                    let mut got = Vec::new();
+                    while let Some(v) = recv(&c, &mut rng) {
+                        let (id, seq) = ((v >> 32) as usize, v & 0xffff_ffff);
+                        assert!(id < last.len(), "{ctx}: forged value {v:#x}");
+                        assert!(
+                            last[id].is_none_or(|l| l < seq),
+                            "{ctx}: sender {id} out of order: {seq} after {:?}",
+                            last[id]
+                        );
+                        last[id] = Some(seq);
+                        got.push(v);
+                        jitter(&mut rng);
+                    }
+                    got
+                })
+            })
+            .collect();
+        for s in sending {
+            s.join()
+                .unwrap_or_else(|_| panic!("{ctx}: a sender panicked"));
+        }
+        c.close();
+        let mut all: Vec<u64> = receiving
+            .into_iter()
+            .flat_map(|r| {
+                r.join()
+                    .unwrap_or_else(|_| panic!("{ctx}: a receiver panicked"))
+            })
+            .collect();
+        all.sort_unstable();
+        let expected: Vec<u64> = (0..senders)
+            .flat_map(|id| (0..per_sender).map(move |s| encode(id, s)))
+            .collect();
+        assert_eq!(
+            all.len(),
+            expected.len(),
+            "{ctx}: lost or duplicated messages"
+        );
+        assert!(all == expected, "{ctx}: wrong set of messages");
+    }
 }
 
 #[test]

@@ -2,8 +2,11 @@
 //! the blocked thread's stack.
 #![cfg(not(loom))]
 
+#[macro_use]
+mod common;
+
 use chan::Chan;
-use locks::{Backend, Strategy, Visit};
+use locks::Strategy;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::thread;
@@ -35,47 +38,38 @@ fn allocs() -> usize {
     ALLOCS.with(Cell::get)
 }
 
-struct PingPong;
-impl Visit for PingPong {
-    type Output = ();
-    fn visit<S: Strategy>(self, p: S::Params) {
-        for nbuf in [0, 1] {
-            let c = Chan::<u64, S>::with_params(nbuf, p);
-            let tx = c.clone();
-            // Warm up: one-time set-up (thread-locals, the spin clock's calibration, the CPU
-            // count) may allocate on first use; the steady state must not.
-            let warm = {
-                let tx = tx.clone();
-                thread::spawn(move || (0..100).for_each(|i| tx.send(i).unwrap()))
-            };
-            (0..100).for_each(|_| {
-                c.recv().unwrap();
-            });
-            warm.join().unwrap();
-            // Rendezvous and a one-slot buffer make both sides block over and over.
-            let sender = thread::spawn(move || {
-                let before = allocs();
-                (0..5000).for_each(|i| tx.send(i).unwrap());
-                allocs() - before
-            });
-            let before = allocs();
-            let sum: u64 = (0..5000).map(|_| c.recv().unwrap()).sum();
-            let receiver_allocs = allocs() - before;
-            assert_eq!(sum, 4999 * 5000 / 2);
-            assert_eq!(
-                sender.join().unwrap(),
-                0,
-                "{} O={nbuf}: send allocated",
-                S::NAME
-            );
-            assert_eq!(receiver_allocs, 0, "{} O={nbuf}: recv allocated", S::NAME);
-        }
-    }
-}
+per_backend! { no_alloc: blocking_send_and_recv_do_not_allocate }
 
-#[test]
-fn blocking_send_and_recv_do_not_allocate() {
-    for b in Backend::ALL {
-        b.visit(PingPong);
+fn blocking_send_and_recv_do_not_allocate<S: Strategy>(p: S::Params) {
+    for nbuf in [0, 1] {
+        let c = Chan::<u64, S>::with_params(nbuf, p);
+        let tx = c.clone();
+        // Warm up: one-time set-up (thread-locals, the spin clock's calibration, the CPU
+        // count) may allocate on first use; the steady state must not.
+        let warm = {
+            let tx = tx.clone();
+            thread::spawn(move || (0..100).for_each(|i| tx.send(i).unwrap()))
+        };
+        (0..100).for_each(|_| {
+            c.recv().unwrap();
+        });
+        warm.join().unwrap();
+        // Rendezvous and a one-slot buffer make both sides block over and over.
+        let sender = thread::spawn(move || {
+            let before = allocs();
+            (0..5000).for_each(|i| tx.send(i).unwrap());
+            allocs() - before
+        });
+        let before = allocs();
+        let sum: u64 = (0..5000).map(|_| c.recv().unwrap()).sum();
+        let receiver_allocs = allocs() - before;
+        assert_eq!(sum, 4999 * 5000 / 2);
+        assert_eq!(
+            sender.join().unwrap(),
+            0,
+            "{} O={nbuf}: send allocated",
+            S::NAME
+        );
+        assert_eq!(receiver_allocs, 0, "{} O={nbuf}: recv allocated", S::NAME);
     }
 }

@@ -1,38 +1,28 @@
 //! Channel semantics, checked with flags and joins, never with sleeps or timing.
 #![cfg(not(loom))]
 
+#[macro_use]
 mod common;
 
 use chan::{Chan, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
 use common::Tracked;
-use locks::{Strategy, Visit};
+use locks::Strategy;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-/// Runs every test body below with one strategy.
-#[derive(Clone)]
-struct All;
-
-impl Visit for All {
-    type Output = ();
-    fn visit<S: Strategy>(self, p: S::Params) {
-        rendezvous_send_waits_for_a_receiver::<S>(p);
-        rendezvous_nonblocking::<S>(p);
-        buffered_basics::<S>(p);
-        close_semantics::<S>(p);
-        close_wakes_blocked_parties::<S>(p);
-        timeouts::<S>(p);
-        drops_exactly_once::<S>(p);
-        panicking_holder_does_not_wedge::<S>(p);
-        iterators::<S>(p);
-    }
-}
-
-#[test]
-fn semantics_with_every_backend() {
-    common::for_each_backend(All);
+per_backend! {
+    semantics:
+    rendezvous_send_waits_for_a_receiver,
+    rendezvous_nonblocking,
+    buffered_basics,
+    close_semantics,
+    close_wakes_blocked_parties,
+    timeouts,
+    drops_exactly_once,
+    panicking_holder_does_not_wedge,
+    iterators,
 }
 
 fn rendezvous_send_waits_for_a_receiver<S: Strategy>(p: S::Params) {

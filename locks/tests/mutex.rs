@@ -1,20 +1,30 @@
 //! Mutual exclusion and API semantics of every backend, oversubscribed on purpose.
 #![cfg(not(loom))]
 
+#[macro_use]
+mod common;
+
 use locks::lock_api::RawMutex;
 use locks::{Adaptive, Backend, Mutex, SemLock, SpinYield, Strategy, Visit, Waiter};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+per_backend! {
+    mutex:
+    mutual_exclusion_oversubscribed,
+    lock_held_across_threads_blocks_try_lock,
+    waiters,
+}
+
 /// A counter that is not atomic: only the lock keeps the read-modify-write whole.
 fn hammer<R: RawMutex + Send + Sync + 'static>(m: Arc<Mutex<R, u64>>, threads: usize) {
-    const ITERS: u64 = 20_000;
+    let iters = common::scaled(20_000, 100) as u64;
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let m = m.clone();
             thread::spawn(move || {
-                for _ in 0..ITERS {
+                for _ in 0..iters {
                     let mut g = m.lock();
                     // Split read and write so a missing exclusion shows up as lost updates.
                     let v = *g;
@@ -29,7 +39,7 @@ fn hammer<R: RawMutex + Send + Sync + 'static>(m: Arc<Mutex<R, u64>>, threads: u
     }
     assert_eq!(
         *m.lock(),
-        ITERS * threads as u64,
+        iters * threads as u64,
         "lost updates with {threads} threads"
     );
 }
@@ -38,42 +48,49 @@ struct Exclusion(usize);
 impl Visit for Exclusion {
     type Output = ();
     fn visit<S: Strategy>(self, params: S::Params) {
-        // Through the strategy itself (the path `chan` uses), with the parsed parameters.
-        let lock = Arc::new((S::with_params(params), std::cell::UnsafeCell::new(0u64)));
-        struct Shared<S>(Arc<(S, std::cell::UnsafeCell<u64>)>);
-        // SAFETY (test): the cell is only touched while holding the lock.
-        unsafe impl<S: Sync> Send for Shared<S> {}
-        let handles: Vec<_> = (0..self.0)
-            .map(|_| {
-                let s = Shared(lock.clone());
-                thread::spawn(move || {
-                    let s = s;
-                    for _ in 0..10_000 {
-                        s.0 .0.lock();
-                        // SAFETY: we hold the lock.
-                        unsafe { *s.0 .1.get() += 1 };
-                        unsafe { s.0 .0.unlock() };
-                    }
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-        // SAFETY: all threads joined.
-        assert_eq!(unsafe { *lock.1.get() }, 10_000 * self.0 as u64);
+        exclusion::<S>(params, self.0);
     }
 }
 
-#[test]
-fn mutual_exclusion_every_backend_oversubscribed() {
+fn exclusion<S: Strategy>(params: S::Params, threads: usize) {
+    // Through the strategy itself (the path `chan` uses), with the parsed parameters.
+    let lock = Arc::new((S::with_params(params), std::cell::UnsafeCell::new(0u64)));
+    struct Shared<S>(Arc<(S, std::cell::UnsafeCell<u64>)>);
+    // SAFETY (test): the cell is only touched while holding the lock.
+    unsafe impl<S: Sync> Send for Shared<S> {}
+    let iters = common::scaled(10_000, 100) as u64;
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let s = Shared(lock.clone());
+            thread::spawn(move || {
+                let s = s;
+                for _ in 0..iters {
+                    s.0 .0.lock();
+                    // SAFETY: we hold the lock.
+                    unsafe { *s.0 .1.get() += 1 };
+                    unsafe { s.0 .0.unlock() };
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    // SAFETY: all threads joined.
+    assert_eq!(unsafe { *lock.1.get() }, iters * threads as u64);
+}
+
+/// The typed mutex (`Mutex<S, _>`: `new` for default parameters, else `from_raw`) and the
+/// strategy itself (the path `chan` uses), with 2 to 16 threads on however few CPUs.
+fn mutual_exclusion_oversubscribed<S: Strategy + RawMutex>(p: S::Params) {
     for threads in [2, 4, 8, 16] {
-        hammer(Arc::new(Mutex::<SpinYield, u64>::new(0)), threads);
-        hammer(Arc::new(Mutex::<SemLock, u64>::new(0)), threads);
-        hammer(Arc::new(Mutex::<Adaptive, u64>::new(0)), threads);
-        for b in Backend::ALL {
-            b.visit(Exclusion(threads));
-        }
+        let m = if p == S::Params::default() {
+            Mutex::<S, u64>::new(0)
+        } else {
+            Mutex::from_raw(S::with_params(p), 0)
+        };
+        hammer(Arc::new(m), threads);
+        exclusion::<S>(p, threads);
     }
 }
 
@@ -116,21 +133,19 @@ fn try_lock_is_locked_and_guards() {
     guard_semantics::<locks::DynLock>();
 }
 
-#[test]
-fn lock_held_across_threads_blocks_try_lock() {
-    for b in Backend::ALL {
-        let m = Arc::new(b.mutex(()));
-        let g = m.lock();
-        let m2 = m.clone();
-        assert!(thread::spawn(move || m2.try_lock().is_none())
-            .join()
-            .unwrap());
-        drop(g);
-        let m2 = m.clone();
-        assert!(thread::spawn(move || m2.try_lock().is_some())
-            .join()
-            .unwrap());
-    }
+fn lock_held_across_threads_blocks_try_lock<S: Strategy>(p: S::Params) {
+    let b = common::backend::<S>(p);
+    let m = Arc::new(b.mutex(()));
+    let g = m.lock();
+    let m2 = m.clone();
+    assert!(thread::spawn(move || m2.try_lock().is_none())
+        .join()
+        .unwrap());
+    drop(g);
+    let m2 = m.clone();
+    assert!(thread::spawn(move || m2.try_lock().is_some())
+        .join()
+        .unwrap());
 }
 
 #[test]
@@ -220,50 +235,43 @@ fn semaphore_many_producers_many_consumers() {
     assert_eq!(s.permits(), 0);
 }
 
-struct Waiters;
-impl Visit for Waiters {
-    type Output = ();
-    fn visit<S: Strategy>(self, params: S::Params) {
-        let lock = S::with_params(params);
-        // Signalled before anyone waits.
-        let w = lock.waiter();
-        assert!(!w.is_signalled());
-        // SAFETY: `w` is live and signalled once.
-        unsafe { S::Waiter::signal(&w) };
-        w.wait();
-        assert!(w.is_signalled());
-        assert!(w.wait_until(Instant::now()));
+fn waiters<S: Strategy>(params: S::Params) {
+    let lock = S::with_params(params);
+    // Signalled before anyone waits.
+    let w = lock.waiter();
+    assert!(!w.is_signalled());
+    // SAFETY: `w` is live and signalled once.
+    unsafe { S::Waiter::signal(&w) };
+    w.wait();
+    assert!(w.is_signalled());
+    assert!(w.wait_until(Instant::now()));
 
-        // Timing out, then being signalled after all.
-        let w = lock.waiter();
-        assert!(!w.wait_until(Instant::now() + Duration::from_millis(2)));
-        unsafe { S::Waiter::signal(&w) };
-        w.wait();
+    // Timing out, then being signalled after all.
+    let w = lock.waiter();
+    assert!(!w.wait_until(Instant::now() + Duration::from_millis(2)));
+    unsafe { S::Waiter::signal(&w) };
+    w.wait();
 
-        // Signalled from another thread, many times over, with the waiter dying right after.
-        for _ in 0..2000 {
-            let w = lock.waiter();
-            let addr = &w as *const S::Waiter as usize;
-            let t = thread::spawn(move || {
-                // SAFETY: the main thread does not free `w` before `wait` returns, which it
-                // cannot do before this signal.
-                unsafe { S::Waiter::signal(addr as *const S::Waiter) }
-            });
-            w.wait();
-            t.join().unwrap();
-        }
+    // Signalled from another thread, many times over, with the waiter dying right after.
+    for _ in 0..common::scaled(2000, 20) {
+        let w = lock.waiter();
+        let addr = &w as *const S::Waiter as usize;
+        let t = thread::spawn(move || {
+            // SAFETY: the main thread does not free `w` before `wait` returns, which it
+            // cannot do before this signal.
+            unsafe { S::Waiter::signal(addr as *const S::Waiter) }
+        });
+        w.wait();
+        t.join().unwrap();
     }
 }
 
 #[test]
-fn waiters_of_every_backend() {
-    for b in Backend::ALL {
-        b.visit(Waiters);
-    }
-    // Straight to the futex, and PAUSE-spinning before it.
-    for name in ["adaptive:yield_ns=0", "adaptive:spin_ns=2000:yield_ns=0"] {
-        name.parse::<Backend>().unwrap().visit(Waiters);
-    }
+fn waiters_spinning_before_the_futex() {
+    // PAUSE-spinning, then straight to the futex (the futex alone is `mutex::adaptive_futex`).
+    waiters::<Adaptive>(common::params::<Adaptive>(
+        "adaptive:spin_ns=2000:yield_ns=0",
+    ));
 }
 
 #[test]
