@@ -40,7 +40,8 @@ pub struct Chan<T, L: Strategy = Adaptive> {
 /// need not be ordered before the load, and two threads could each miss the other's send
 /// (`a.send(1); b.nbrecv()` against `b.send(1); a.nbrecv()`, both `Empty`: store buffering).
 /// With a fence before every such load, two fences order the two threads, so one of them sees
-/// the other's value (C++20 [atomics.fences]; `tests/litmus.rs` and the loom model check it).
+/// the other's value (C++20 [atomics.fences]; `tests/miri.rs` checks it natively and under Miri, `tests/loom.rs`
+/// exhaustively).
 /// The fence costs the readers; the writers keep a plain Release store, on a cache line the
 /// lock has just written anyway.
 const LEN: u64 = u32::MAX as u64;
@@ -172,7 +173,10 @@ impl<T, W: locks::Waiter> State<T, W> {
     /// Takes the first waiting sender's value (a rendezvous).
     fn take_from_sender(&mut self) -> Option<(T, Option<Wake<W>>)> {
         // SAFETY: we claim `s` under the lock, so its slot is ours.
-        let claimed = self.sendq.claim(false).map(|(s, w)| (unsafe { s.take() }, w));
+        let claimed = self
+            .sendq
+            .claim(false)
+            .map(|(s, w)| (unsafe { s.take() }, w));
         self.sync_flags();
         match claimed? {
             (Some(v), w) => Some((v, Some(w))),

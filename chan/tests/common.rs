@@ -120,29 +120,3 @@ pub fn backends() -> Vec<Backend> {
 pub fn name<S: Strategy>(params: S::Params) -> String {
     format!("{}{}", S::NAME, params)
 }
-
-/// One `#[test]` per behaviour and backend: `per_backend!(f, g)` makes modules `spin`, `sem`,
-/// `adaptive` and `adaptive_futex` (adaptive without its yield phase), each with tests `f`
-/// and `g` calling `f::<Backend>(params)`, so a failure names its case and backend.
-#[allow(unused_macros)] // every test file but the one that uses it sees it unused
-macro_rules! per_backend {
-    ($($case:ident),* $(,)?) => {
-        $crate::common::per_backend!(@one spin, locks::SpinYield, Default::default(); $($case),*);
-        $crate::common::per_backend!(@one sem, locks::SemLock, Default::default(); $($case),*);
-        $crate::common::per_backend!(@one adaptive, locks::Adaptive, Default::default(); $($case),*);
-        $crate::common::per_backend!(@one adaptive_futex, locks::Adaptive,
-            locks::AdaptiveParams { yield_ns: 0, ..locks::AdaptiveParams::DEFAULT }; $($case),*);
-    };
-    (@one $m:ident, $s:ty, $p:expr; $($case:ident),*) => {
-        mod $m {
-            $(
-                #[test]
-                fn $case() {
-                    super::$case::<$s>($p)
-                }
-            )*
-        }
-    };
-}
-#[allow(unused_imports)]
-pub(crate) use per_backend;

@@ -4,6 +4,7 @@
 //! every body runs under [`deadline`].
 #![cfg(not(loom))]
 
+#[macro_use]
 mod common;
 
 use chan::{Alt, Chan, TrySendError};
@@ -197,14 +198,15 @@ fn nasty(f: impl Fn() + Send + 'static) -> Nasty {
     }
 }
 
-common::per_backend!(
+per_backend! {
+    hostile:
     alt_drops_the_old_value_after_unlocking,
     alt_survives_a_panicking_drop_of_the_old_value,
     duplicate_send_arms_are_fair_after_blocking,
     duplicate_recv_arms_are_fair_after_blocking,
     duration_max_waits_for_ever,
     buffered_values_with_panicking_drops,
-);
+}
 
 fn alt_drops_the_old_value_after_unlocking<S: Strategy>(p: S::Params) {
     // Defect 3: the receive arm assigned into `dst` under the channel locks, so the old
