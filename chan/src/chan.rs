@@ -40,9 +40,8 @@ pub struct Chan<T, L: Strategy = Adaptive> {
 /// need not be ordered before the load, and two threads could each miss the other's send
 /// (`a.send(1); b.nbrecv()` against `b.send(1); a.nbrecv()`, both `Empty`: store buffering).
 /// With a fence before every such load, two fences order the two threads, so one of them sees
-/// the other's value (C++20 [atomics.fences]; `tests/miri.rs` checks it natively and under Miri, `tests/loom.rs`
-/// exhaustively).
-/// The fence costs the readers; the writers keep a plain Release store, on a cache line the
+/// the other's value (C++20 [atomics.fences]; `tests/miri.rs` checks it natively and under
+/// Miri, `tests/loom.rs` exhaustively). The fence costs the readers; the writers keep a plain Release store, on a cache line the
 /// lock has just written anyway.
 const LEN: u64 = u32::MAX as u64;
 const SENDERS: u64 = 1 << 32;
