@@ -10,7 +10,9 @@
 
 #[cfg(not(loom))]
 mod imp {
-    use std::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    use std::sync::atomic::AtomicU32;
+    use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
     use std::time::Instant;
 
     /// TSC ticks per 1024 ns, measured once; 0 until then.
