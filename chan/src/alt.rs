@@ -22,7 +22,7 @@
 
 use crate::chan::{deadline_after, wake, State};
 use crate::waitq::{Abandon, Context, Node, Selected, Wake};
-use crate::Chan;
+use crate::{Chan, RecvEnd, SendEnd};
 use locks::{Adaptive, Strategy};
 use std::time::{Duration, Instant};
 
@@ -354,23 +354,32 @@ impl<'a, L: Strategy> Alt<'a, L> {
         self
     }
 
-    /// Adds a receive from `chan` whose value lands in `dst`; returns the arm's index.
+    /// Adds a receive from `chan` (a [`Chan`] or a [`Receiver`](crate::Receiver)) whose value
+    /// lands in `dst`; returns the arm's index.
     ///
     /// Whatever `dst` held is dropped when a value lands there, after every lock is released.
-    pub fn recv<T: 'a>(&mut self, chan: &'a Chan<T, L>, dst: &'a mut Option<T>) -> usize {
+    pub fn recv<T: 'a>(
+        &mut self,
+        chan: &'a (impl RecvEnd<T, L> + ?Sized),
+        dst: &'a mut Option<T>,
+    ) -> usize {
         self.arms.push(Box::new(RecvArm {
-            port: Port::new(chan),
+            port: Port::new(chan.chan()),
             dst,
             displaced: None,
         }));
         self.arms.len() - 1
     }
 
-    /// Adds a send on `chan` of the value in `src` (which keeps it unless this arm fires;
-    /// `None` disables the arm); returns the arm's index.
-    pub fn send<T: 'a>(&mut self, chan: &'a Chan<T, L>, src: &'a mut Option<T>) -> usize {
+    /// Adds a send on `chan` (a [`Chan`] or a [`Sender`](crate::Sender)) of the value in `src`
+    /// (which keeps it unless this arm fires; `None` disables the arm); returns the arm's index.
+    pub fn send<T: 'a>(
+        &mut self,
+        chan: &'a (impl SendEnd<T, L> + ?Sized),
+        src: &'a mut Option<T>,
+    ) -> usize {
         self.arms.push(Box::new(SendArm {
-            port: Port::new(chan),
+            port: Port::new(chan.chan()),
             src,
         }));
         self.arms.len() - 1

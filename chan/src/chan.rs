@@ -1,7 +1,7 @@
 //! The channel: a buffer and two queues of blocked parties behind one lock of type `L`.
 
 use crate::error::*;
-use crate::sync::{fence, AtomicU64, Ordering::*};
+use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering::*};
 use crate::waitq::{Abandon, Context, Node, WaitQueue, Wake};
 use locks::{Adaptive, Strategy};
 use std::cell::UnsafeCell;
@@ -31,6 +31,26 @@ use std::time::{Duration, Instant};
 /// ```
 pub struct Chan<T, L: Strategy = Adaptive> {
     pub(crate) shared: Arc<Shared<T, L>>,
+    /// Which sides this handle keeps alive: both for a `Chan`, one for a
+    /// [`Sender`](crate::Sender) or [`Receiver`](crate::Receiver) (which wrap a `Chan`).
+    pub(crate) role: Role,
+}
+
+/// The sides a handle counts as: a channel closes when the last handle of either side goes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Role {
+    Both,
+    Send,
+    Recv,
+}
+
+impl Role {
+    fn sends(self) -> bool {
+        self != Role::Recv
+    }
+    fn receives(self) -> bool {
+        self != Role::Send
+    }
 }
 
 /// What a lock-free reader may know, published at every unlock.
@@ -48,6 +68,12 @@ const SENDERS: u64 = 1 << 32;
 const RECEIVERS: u64 = 1 << 33;
 const CLOSED: u64 = 1 << 34;
 
+/// The capacity of an unbounded channel.
+const UNBOUNDED: usize = usize::MAX;
+/// Buffer slots allocated up front (at most): a bounded channel's sends then rarely allocate
+/// under the lock, and an unbounded channel shrinks back to this once drained.
+const RESERVE: usize = 1024;
+
 // `repr(C)`: the fields every operation touches come first, in the order it touches them, so
 // that the lock word, the summary and the buffer's bookkeeping share the first cache line of
 // the allocation instead of adding lines that bounce between a sender's and a receiver's CPU.
@@ -59,6 +85,10 @@ pub(crate) struct Shared<T, L: Strategy> {
     summary: AtomicU64,
     cap: usize,
     state: UnsafeCell<State<T, L::Waiter>>,
+    /// Live handles that can send (`Chan`s and `Sender`s) and receive (`Chan`s and
+    /// `Receiver`s). When either count reaches zero the channel closes.
+    senders: AtomicUsize,
+    receivers: AtomicUsize,
 }
 
 // SAFETY: `state` is only touched while holding `lock`; the raw node pointers in it belong to
@@ -151,11 +181,22 @@ impl<T, W: locks::Waiter> State<T, W> {
     pub(crate) fn try_recv(&mut self) -> Option<(T, Option<Wake<W>>)> {
         // A queued sender means the buffer was full (or there is none).
         match self.buf.pop_front() {
-            Some(v) if self.sendq.is_empty() => Some((v, None)),
+            Some(v) if self.sendq.is_empty() => {
+                if self.buf.capacity() > RESERVE && self.buf.len() < self.buf.capacity() / 4 {
+                    self.give_back_memory();
+                }
+                Some((v, None))
+            }
             Some(v) => Some((v, self.refill())),
             None if self.sendq.is_empty() => None,
             None => self.take_from_sender(),
         }
+    }
+
+    /// A backlog has mostly drained: halve the buffer's allocation, down to [`RESERVE`].
+    #[cold]
+    fn give_back_memory(&mut self) {
+        self.buf.shrink_to((self.buf.capacity() / 2).max(RESERVE));
     }
 
     /// Moves the first waiting sender's value into the slot a receive just freed.
@@ -255,7 +296,7 @@ impl<T, W: locks::Waiter> State<T, W> {
 
     #[inline]
     fn summary(&self) -> u64 {
-        self.buf.len() as u64 | self.flags
+        (self.buf.len() as u64).min(LEN) | self.flags
     }
 }
 
@@ -266,18 +307,25 @@ impl<T, W> Drop for State<T, W> {
     /// one is discarded). If the last handle is itself dropped while unwinding, a panicking
     /// value aborts, as any panic during unwinding does.
     fn drop(&mut self) {
-        if !std::mem::needs_drop::<T>() {
-            return;
+        drop_each(std::mem::take(&mut self.buf));
+    }
+}
+
+/// Drops every value, each on its own, so that one panicking `Drop` neither leaks the rest
+/// nor aborts the process by panicking again inside `VecDeque`'s drop; the first panic then
+/// goes on (later ones are discarded).
+fn drop_each<T>(mut buf: VecDeque<T>) {
+    if !std::mem::needs_drop::<T>() {
+        return;
+    }
+    let mut first = None;
+    while let Some(v) = buf.pop_front() {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| drop(v))) {
+            first.get_or_insert(p);
         }
-        let mut first = None;
-        while let Some(v) = self.buf.pop_front() {
-            if let Err(p) = catch_unwind(AssertUnwindSafe(|| drop(v))) {
-                first.get_or_insert(p);
-            }
-        }
-        if let Some(p) = first {
-            resume_unwind(p);
-        }
+    }
+    if let Some(p) = first {
+        resume_unwind(p);
     }
 }
 
@@ -393,9 +441,27 @@ impl<T, L: Strategy> Chan<T, L> {
         Self::with_lock(nbuf, LockRef::Shared(crate::global::lock::<L>(params)))
     }
 
+    /// An unbounded channel: `send` never waits (memory grows with the backlog, and is given
+    /// back as it drains), and [`capacity`](Self::capacity) is `usize::MAX`.
+    ///
+    /// ```
+    /// let c: chan::Chan<u32> = chan::Chan::unbounded();
+    /// (0..10_000).for_each(|i| c.send(i).unwrap());
+    /// assert_eq!((c.len(), c.capacity()), (10_000, usize::MAX));
+    /// assert_eq!(c.try_iter().sum::<u32>(), (0..10_000).sum());
+    /// ```
+    pub fn unbounded() -> Self {
+        Self::unbounded_with_params(Default::default())
+    }
+
+    /// [`unbounded`](Self::unbounded), its lock made with `params`.
+    pub fn unbounded_with_params(params: L::Params) -> Self {
+        Self::with_lock(UNBOUNDED, LockRef::Own(L::with_params(params)))
+    }
+
     fn with_lock(nbuf: usize, lock: LockRef<L>) -> Self {
         assert!(
-            nbuf as u64 <= LEN,
+            nbuf as u64 <= LEN || nbuf == UNBOUNDED,
             "channel capacity {nbuf} exceeds u32::MAX"
         );
         Chan {
@@ -404,7 +470,7 @@ impl<T, L: Strategy> Chan<T, L> {
                 state: UnsafeCell::new(State {
                     // Reserve up front (bounded, so that a huge capacity costs nothing until
                     // used): a send should not allocate while holding the lock.
-                    buf: VecDeque::with_capacity(nbuf.min(1024)),
+                    buf: VecDeque::with_capacity(nbuf.min(RESERVE)),
                     cap: nbuf,
                     flags: 0,
                     sendq: WaitQueue::new(),
@@ -412,7 +478,50 @@ impl<T, L: Strategy> Chan<T, L> {
                 }),
                 summary: AtomicU64::new(0),
                 cap: nbuf,
+                senders: AtomicUsize::new(1),
+                receivers: AtomicUsize::new(1),
             }),
+            role: Role::Both,
+        }
+    }
+
+    /// Splits the channel into its two ends, each cloneable. When the last [`Sender`] is
+    /// dropped the channel closes (receivers drain what is buffered, then see the end); when
+    /// the last [`Receiver`] is dropped it closes too (later sends fail, giving their value
+    /// back, and buffered values are dropped). A `Chan` handle kept alongside counts as both
+    /// ends; plain `Chan`s keep Plan 9's explicit [`close`](Self::close).
+    ///
+    /// ```
+    /// let (tx, rx) = chan::Chan::<u32>::new(4).split();
+    /// let producer = std::thread::spawn(move || {
+    ///     for i in 0..10 {
+    ///         tx.send(i).unwrap();
+    ///     }
+    ///     // `tx` dropped here: the receiver's loop ends once it has drained the buffer.
+    /// });
+    /// assert_eq!(rx.iter().count(), 10);
+    /// producer.join().unwrap();
+    /// ```
+    ///
+    /// [`Sender`]: crate::Sender
+    /// [`Receiver`]: crate::Receiver
+    pub fn split(self) -> (crate::Sender<T, L>, crate::Receiver<T, L>) {
+        let tx = self.with_role(Role::Send);
+        let rx = self.with_role(Role::Recv);
+        (crate::Sender(tx), crate::Receiver(rx))
+    }
+
+    /// Another handle to this channel, counting as `role`.
+    pub(crate) fn with_role(&self, role: Role) -> Self {
+        if role.sends() {
+            self.shared.senders.fetch_add(1, Relaxed);
+        }
+        if role.receives() {
+            self.shared.receivers.fetch_add(1, Relaxed);
+        }
+        Chan {
+            shared: self.shared.clone(),
+            role,
         }
     }
 
@@ -627,14 +736,25 @@ impl<T, L: Strategy> Chan<T, L> {
         (s & CLOSED != 0).then_some((s & LEN) as usize)
     }
 
-    /// Whether [`close`](Self::close) has been called.
+    /// Whether [`close`](Self::close) has been called (or every handle of one side dropped).
     pub fn is_closed(&self) -> bool {
         self.shared.summary() & CLOSED != 0
     }
 
     /// How many values are buffered.
     pub fn len(&self) -> usize {
-        (self.shared.summary() & LEN) as usize
+        match (self.shared.summary() & LEN) as usize {
+            // The summary's count saturates (an unbounded channel's backlog can exceed it).
+            n if n as u64 == LEN => self.shared.lock().buf.len(),
+            n => n,
+        }
+    }
+
+    /// Drops what is buffered, outside the lock (the last receiver has gone, so nothing can
+    /// receive it); a panicking `Drop` is handled as in the channel's own drop.
+    fn discard_buffered(&self) {
+        let buf = std::mem::take(&mut self.shared.lock().buf);
+        drop_each(buf);
     }
 
     /// Whether nothing is buffered.
@@ -647,7 +767,7 @@ impl<T, L: Strategy> Chan<T, L> {
         self.len() >= self.shared.cap
     }
 
-    /// How many values the channel buffers.
+    /// How many values the channel buffers; `usize::MAX` for an unbounded channel.
     pub fn capacity(&self) -> usize {
         self.shared.cap
     }
@@ -682,8 +802,20 @@ pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
 
 impl<T, L: Strategy> Clone for Chan<T, L> {
     fn clone(&self) -> Self {
-        Chan {
-            shared: self.shared.clone(),
+        self.with_role(self.role)
+    }
+}
+
+impl<T, L: Strategy> Drop for Chan<T, L> {
+    fn drop(&mut self) {
+        // AcqRel: the last handle of a side closes after every other handle of that side
+        // has finished with the channel.
+        if self.role.sends() && self.shared.senders.fetch_sub(1, AcqRel) == 1 {
+            self.close();
+        }
+        if self.role.receives() && self.shared.receivers.fetch_sub(1, AcqRel) == 1 {
+            self.close();
+            self.discard_buffered();
         }
     }
 }
@@ -696,5 +828,24 @@ impl<T, L: Strategy> fmt::Debug for Chan<T, L> {
             .field("capacity", &self.capacity())
             .field("closed", &self.is_closed())
             .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unbounded_channel_gives_memory_back_as_it_drains() {
+        let c = Chan::<u64>::unbounded();
+        (0..1 << 16).for_each(|i| c.send(i).unwrap());
+        let grown = c.shared.lock().buf.capacity();
+        assert!(grown >= 1 << 16);
+        while c.nbrecv().is_ok() {}
+        let drained = c.shared.lock().buf.capacity();
+        assert!(
+            drained <= 4 * RESERVE,
+            "{grown} slots, still {drained} after draining"
+        );
     }
 }

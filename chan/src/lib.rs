@@ -40,6 +40,7 @@
 
 mod alt;
 mod chan;
+mod endpoints;
 mod error;
 #[cfg(not(loom))]
 mod global;
@@ -51,6 +52,7 @@ mod waitq;
 
 pub use crate::alt::{Alt, Fired};
 pub use crate::chan::Chan;
+pub use crate::endpoints::{Receiver, RecvEnd, SendEnd, Sender};
 pub use crate::error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
