@@ -144,9 +144,11 @@ fn a_waiter_that_panics_leaves_no_node_behind() {
 #[test]
 fn a_waiter_that_panics_after_being_claimed_waits_out_the_claimer() {
     // The claimer may signal after the waiter's `wait` has unwound: the frame must stay until
-    // that signal is done. A value handed over is dropped with the receiver's frame.
+    // that signal is done. A value handed over is dropped with the receiver's frame. (A
+    // receiver claimed before it reached `wait` never calls it, and receives normally; which
+    // happens is up to the scheduler, and either way the value is dropped exactly once.)
     with_mode(PANIC_IN_WAIT, || {
-        for _ in 0..200 {
+        for _ in 0..if cfg!(miri) { 8 } else { 200 } {
             let c = Chan::<Arc<()>, HostileLock>::new(0);
             let rx = c.clone();
             let r = thread::spawn(move || rx.recv());
@@ -155,7 +157,10 @@ fn a_waiter_that_panics_after_being_claimed_waits_out_the_claimer() {
             while !r.is_finished() && !sent {
                 sent = c.nbsend(v.clone()).is_ok();
             }
-            assert!(r.join().is_err());
+            // An `Err` unwound, before or after being claimed.
+            if let Ok(got) = r.join() {
+                assert!(sent && got.is_ok(), "a normal receive got the value");
+            }
             assert_eq!(
                 Arc::strong_count(&v),
                 1,
