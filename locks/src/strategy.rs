@@ -106,6 +106,11 @@ pub trait Params: Copy + Default + Debug + Display + PartialEq + Send + Sync + '
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NoParams;
 
+impl NoParams {
+    /// The only value, as the constant every parameter type has.
+    pub const DEFAULT: NoParams = NoParams;
+}
+
 impl Display for NoParams {
     fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         Ok(())
