@@ -57,7 +57,9 @@ pub use crate::error::{
 pub use crate::iter::{IntoIter, Iter, TryIter};
 pub use locks;
 
-/// The workspace README, whose examples run as doctests here (chan depends on locks).
-#[doc = include_str!("../../README.md")]
+/// This crate's README (the page crates.io shows), whose examples run as doctests. The
+/// workspace README's run in `benches`, which is not published: a packaged crate cannot
+/// reach files outside its directory.
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;

@@ -108,6 +108,11 @@ pub use sem::{SemLock, SemWaiter, Semaphore};
 pub use spin_yield::{SpinParams, SpinWaiter, SpinYield};
 pub use strategy::{NoParams, Params, Strategy, Waiter};
 
+/// This crate's README (the page crates.io shows), whose examples run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// A mutex protecting a `T` with the lock strategy `R`: `lock_api::Mutex` under our name.
 pub type Mutex<R, T> = lock_api::Mutex<R, T>;
 /// The guard of a [`Mutex`].

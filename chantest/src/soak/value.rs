@@ -1,7 +1,7 @@
 //! The values the soak sends: each knows who made it for which channel, and may panic or
 //! re-enter a channel when it is dropped.
 //!
-//! A value records its own drop in the [ledger](super::ledger) before anything else, so that
+//! A value records its own drop in the [ledger] before anything else, so that
 //! every drop counts, wherever it happens: in a receiver, in a sender that got it back, inside
 //! the channel library (an alt overwriting a receive slot, a channel destroyed with values
 //! buffered), or during unwinding.

@@ -14,7 +14,7 @@
 //!
 //! Why every byte is written and read: seed 001 measured a unix socket "faster than memcpy"
 //! until the sender touched its buffer after each send: copy-on-write had hidden the copy. So
-//! the sender writes every payload byte before each send ([`write`]) and the receiver reads
+//! the sender writes every payload byte before each send ([`write()`]) and the receiver reads
 //! every one to sum it ([`read`]), and the sum doubles as the integrity check: a record split,
 //! interleaved with another or left stale shows up as a checksum that does not match.
 
