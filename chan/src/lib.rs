@@ -5,7 +5,9 @@
 //! operations, and 9front's close. `L` is a [`locks::Strategy`]: it is the lock that guards
 //! each channel *and* the way a blocked sender or receiver waits, so `Chan<T, locks::SpinYield>`
 //! behaves like Plan 9 before 2013, `Chan<T, locks::SemLock>` like Plan 9 after, and
-//! `Chan<T, locks::Adaptive>` (the default) yields briefly, then sleeps.
+//! `Chan<T, locks::Adaptive>` (the default) yields briefly, then sleeps. `Chan<T, locks::DynLock>`
+//! takes its strategy from a [`locks::Backend`] chosen at run time (a name, `$LOCKS_BACKEND`):
+//! `Chan::with_params(n, backend)`; its `new` is the default adaptive lock.
 //!
 //! ```
 //! use chan::Chan;

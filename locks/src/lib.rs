@@ -29,6 +29,10 @@
 //! # Ok::<(), locks::ParseBackendError>(())
 //! ```
 //!
+//! A backend makes a [`DynLock`], which is itself a [`Strategy`] (its parameters are the
+//! [`Backend`], its [`DynWaiter`] the chosen strategy's waiter), so code generic over
+//! strategies, such as a `chan::Chan<T, DynLock>`, can take its strategy from a name too.
+//!
 //! With the `stats` feature, [`stats`] counts what the locks did (acquisitions, contention,
 //! spins, yields, futex waits and wakes).
 #![warn(missing_docs)]

@@ -21,7 +21,8 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
     type Params: Params;
     /// The strategy's way of putting a thread to sleep until another signals it.
     type Waiter: Waiter;
-    /// The name [`crate::Backend`] knows this strategy by.
+    /// The name [`crate::Backend`] knows this strategy by (`"dyn"` for
+    /// [`DynLock`](crate::DynLock), which is whichever strategy its backend names).
     const NAME: &'static str;
 
     /// An unlocked lock with the given parameters.
