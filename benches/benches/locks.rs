@@ -3,6 +3,9 @@
 //! - `locks/uncontended`: one `*m.lock() += 1` on one thread; time per lock + unlock.
 //! - `locks/contended/T=t`: `t` threads each do `K` increments of one shared counter; time for
 //!   all `t × K` (criterion's throughput column gives increments per second).
+//! - `dispatch`: what choosing the strategy at run time costs. The adaptive lock as its own
+//!   type and as a `DynLock` made from the `adaptive` backend: an uncontended lock + unlock,
+//!   and a send-receive pair on one thread through a channel of 10 buffers.
 
 #[allow(dead_code)] // each suite uses part of the shared workloads
 #[path = "../common/mod.rs"]
@@ -10,7 +13,10 @@ mod common;
 
 use common::mutex::{contended, for_each_lock, Counter, LockVisitor};
 use criterion::measurement::WallTime;
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use criterion::{
+    black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput,
+};
+use locks::{Adaptive, Backend, DynLock};
 
 /// Increments per thread per iteration of the contended benchmark.
 const K: u64 = 1000;
@@ -53,5 +59,32 @@ fn contention(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, uncontended, contention);
+fn dispatch(c: &mut Criterion) {
+    let mut g = c.benchmark_group("dispatch");
+    let concrete = locks::Mutex::<Adaptive, u64>::new(0);
+    let chosen = Backend::DEFAULT.mutex(0u64);
+    g.bench_function("lock_unlock/adaptive", |b| {
+        b.iter(|| *black_box(&concrete).lock() += 1)
+    });
+    g.bench_function("lock_unlock/dyn-adaptive", |b| {
+        b.iter(|| *black_box(&chosen).lock() += 1)
+    });
+    let concrete = chan::Chan::<u64, Adaptive>::new(10);
+    let chosen = chan::Chan::<u64, DynLock>::with_params(10, Backend::DEFAULT);
+    g.bench_function("send_recv_O=10/adaptive", |b| {
+        b.iter(|| {
+            concrete.send(black_box(1)).unwrap();
+            black_box(concrete.recv().unwrap())
+        })
+    });
+    g.bench_function("send_recv_O=10/dyn-adaptive", |b| {
+        b.iter(|| {
+            chosen.send(black_box(1)).unwrap();
+            black_box(chosen.recv().unwrap())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, uncontended, contention, dispatch);
 criterion_main!(benches);

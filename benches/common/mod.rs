@@ -24,17 +24,17 @@ use std::time::Instant;
 /// A small, fast pseudo-random generator (xorshift64*), so that picking a channel at random
 /// costs next to nothing next to the operation measured.
 #[derive(Clone, Debug)]
-pub struct XorShift(u64);
+pub(crate) struct XorShift(u64);
 
 impl XorShift {
     /// A generator started from `seed` (zero is replaced, as xorshift would stay at zero).
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         XorShift(seed.max(1))
     }
 
     /// The next value, uniform in `0..n` (up to a negligible bias).
     #[inline]
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -56,7 +56,7 @@ fn span(
     end.saturating_duration_since(start)
 }
 
-pub mod mutex {
+pub(crate) mod mutex {
     //! A `u64` counter behind each of the six mutexes.
 
     use super::span;
@@ -65,7 +65,7 @@ pub mod mutex {
     use std::time::{Duration, Instant};
 
     /// A counter that every thread may increment under a lock.
-    pub trait Counter: Send + Sync + 'static {
+    pub(crate) trait Counter: Send + Sync + 'static {
         /// A counter at zero.
         fn new() -> Self;
         /// Takes the lock, adds one, releases the lock: `*m.lock() += 1`.
@@ -115,7 +115,7 @@ pub mod mutex {
     }
 
     /// Code to run once per lock type, by [`for_each_lock`].
-    pub trait LockVisitor {
+    pub(crate) trait LockVisitor {
         /// Runs with the counter type `C`, which reports show as `name`.
         fn visit<C: Counter>(&mut self, name: &str);
     }
@@ -123,7 +123,7 @@ pub mod mutex {
     /// Calls `v` with each lock, ours first: `spin`, `sem`, `adaptive` (our [`locks::SpinYield`],
     /// [`locks::SemLock`], [`locks::Adaptive`]), then `std`, `parking_lot` and `spin-crate`
     /// (`spin::Mutex`, a pure spin lock).
-    pub fn for_each_lock(v: &mut impl LockVisitor) {
+    pub(crate) fn for_each_lock(v: &mut impl LockVisitor) {
         v.visit::<locks::Mutex<locks::SpinYield, u64>>("spin");
         v.visit::<locks::Mutex<locks::SemLock, u64>>("sem");
         v.visit::<locks::Mutex<locks::Adaptive, u64>>("adaptive");
@@ -134,7 +134,7 @@ pub mod mutex {
 
     /// `threads` threads each increment one shared counter `rounds × per_thread` times; returns
     /// the time from their common start to the last one's finish, having checked the count.
-    pub fn contended<C: Counter>(threads: usize, per_thread: u64, rounds: u64) -> Duration {
+    pub(crate) fn contended<C: Counter>(threads: usize, per_thread: u64, rounds: u64) -> Duration {
         let counter = C::new();
         let total = per_thread * rounds;
         let barrier = Barrier::new(threads);
@@ -158,7 +158,7 @@ pub mod mutex {
     }
 }
 
-pub mod mpsc {
+pub(crate) mod mpsc {
     //! M senders × N values → one receiver, through a channel of O buffers.
 
     use super::span;
@@ -172,13 +172,13 @@ pub mod mpsc {
     const SEQ_BITS: u32 = 40;
 
     /// The sending half of a channel of `u64`s, as the workload uses it.
-    pub trait Tx: Clone + Send + 'static {
+    pub(crate) trait Tx: Clone + Send + 'static {
         /// Sends `v`, waiting for room; panics if the channel is gone.
         fn put(&self, v: u64);
     }
 
     /// The receiving half of a channel of `u64`s, as the workload uses it.
-    pub trait Rx {
+    pub(crate) trait Rx {
         /// Receives a value, waiting for one; panics if the channel is gone.
         fn take(&self) -> u64;
     }
@@ -212,7 +212,7 @@ pub mod mpsc {
 
     /// The shape of one run.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct Spec {
+    pub(crate) struct Spec {
         /// O: the channel's buffers (0: rendezvous).
         pub nbuf: usize,
         /// M: sending threads.
@@ -223,14 +223,14 @@ pub mod mpsc {
 
     impl Spec {
         /// Values the receiver takes per round: M × N.
-        pub fn per_round(&self) -> u64 {
+        pub(crate) fn per_round(&self) -> u64 {
             self.senders as u64 * self.per_sender
         }
     }
 
     /// A channel implementation, ours (with one of our lock strategies) or a peer's.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Peer {
+    pub(crate) enum Peer {
         /// [`chan::Chan`] with the backend's lock strategy.
         Ours(Backend),
         /// `crossbeam_channel::bounded`.
@@ -245,7 +245,7 @@ pub mod mpsc {
 
     impl Peer {
         /// Ours with every backend (in [`Backend::ALL`]'s order), then the peers.
-        pub fn all() -> Vec<Peer> {
+        pub(crate) fn all() -> Vec<Peer> {
             Backend::ALL
                 .into_iter()
                 .map(Peer::Ours)
@@ -255,7 +255,7 @@ pub mod mpsc {
 
         /// The name reports show: the backend's for ours (`spin`, `sem`, `adaptive`), else the
         /// crate's (`crossbeam`, `std`, `flume`, `kanal`).
-        pub fn name(&self) -> &'static str {
+        pub(crate) fn name(&self) -> &'static str {
             match self {
                 Peer::Ours(b) => b.name(),
                 Peer::Crossbeam => "crossbeam",
@@ -269,7 +269,7 @@ pub mod mpsc {
         /// `rounds × N` values, the calling thread receives all of them and checks that each
         /// sender's values arrive complete and in order. Returns the time from the common
         /// start to the last value's arrival.
-        pub fn run(&self, spec: Spec, rounds: u64) -> Duration {
+        pub(crate) fn run(&self, spec: Spec, rounds: u64) -> Duration {
             let n = spec.nbuf;
             match self {
                 Peer::Ours(b) => b.visit(OursRun(spec, rounds)),
@@ -304,7 +304,7 @@ pub mod mpsc {
     }
 
     /// The workload on one channel given as its two halves.
-    pub fn run_on(tx: impl Tx, rx: impl Rx, spec: Spec, rounds: u64) -> Duration {
+    pub(crate) fn run_on(tx: impl Tx, rx: impl Rx, spec: Spec, rounds: u64) -> Duration {
         let per_sender = spec.per_sender * rounds;
         assert!(per_sender < 1 << SEQ_BITS, "too many values per sender");
         let barrier = Barrier::new(spec.senders + 1);
@@ -340,7 +340,7 @@ pub mod mpsc {
     }
 }
 
-pub mod select {
+pub(crate) mod select {
     //! Receiving from whichever of k channels holds a value.
 
     use super::{span, XorShift};
@@ -352,7 +352,7 @@ pub mod select {
 
     /// A select implementation: our [`Alt`] with one of our lock strategies, or crossbeam's.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Selector {
+    pub(crate) enum Selector {
         /// [`chan::Alt`] over [`chan::Chan`]s with the backend's lock strategy.
         Ours(Backend),
         /// `crossbeam_channel::Select`.
@@ -361,7 +361,7 @@ pub mod select {
 
     impl Selector {
         /// Ours with every backend, then crossbeam.
-        pub fn all() -> Vec<Selector> {
+        pub(crate) fn all() -> Vec<Selector> {
             Backend::ALL
                 .into_iter()
                 .map(Selector::Ours)
@@ -370,7 +370,7 @@ pub mod select {
         }
 
         /// `spin`, `sem`, `adaptive` or `crossbeam`.
-        pub fn name(&self) -> &'static str {
+        pub(crate) fn name(&self) -> &'static str {
             match self {
                 Selector::Ours(b) => b.name(),
                 Selector::Crossbeam => "crossbeam",
@@ -379,7 +379,7 @@ pub mod select {
 
         /// `rounds` times on one thread: send a value into one of `k` one-buffer channels,
         /// chosen at random, then select over all `k` and receive it. Returns the total time.
-        pub fn ready(&self, k: usize, rounds: u64) -> Duration {
+        pub(crate) fn ready(&self, k: usize, rounds: u64) -> Duration {
             match self {
                 Selector::Ours(b) => b.visit(OursReady(k, rounds)),
                 Selector::Crossbeam => {
@@ -401,7 +401,7 @@ pub mod select {
         /// `nbuf` buffers chosen at random; the calling thread selects over the `k` channels
         /// until it has received them all. Returns the time from the common start to the last
         /// value's arrival.
-        pub fn fed(&self, k: usize, nbuf: usize, per_round: u64, rounds: u64) -> Duration {
+        pub(crate) fn fed(&self, k: usize, nbuf: usize, per_round: u64, rounds: u64) -> Duration {
             let total = per_round * rounds;
             match self {
                 Selector::Ours(b) => b.visit(OursFed { k, nbuf, total }),

@@ -508,3 +508,14 @@ impl<'a, L: Strategy> Alt<'a, L> {
         }
     }
 }
+
+impl<L: Strategy> std::fmt::Debug for Alt<'_, L> {
+    /// The number of arms, whether the alt is biased, and the lock strategy.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Alt")
+            .field("arms", &self.arms.len())
+            .field("biased", &self.biased)
+            .field("lock", &L::NAME)
+            .finish_non_exhaustive()
+    }
+}

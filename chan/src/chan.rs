@@ -456,14 +456,19 @@ impl<T, L: Strategy> Chan<T, L> {
 
     /// [`unbounded`](Self::unbounded), its lock made with `params`.
     pub fn unbounded_with_params(params: L::Params) -> Self {
-        Self::with_lock(UNBOUNDED, LockRef::Own(L::with_params(params)))
+        Self::build(UNBOUNDED, LockRef::Own(L::with_params(params)))
     }
 
     fn with_lock(nbuf: usize, lock: LockRef<L>) -> Self {
+        // A capacity this large is a mistake (`usize::MAX` included: `unbounded` says it).
         assert!(
-            nbuf as u64 <= LEN || nbuf == UNBOUNDED,
+            nbuf as u64 <= LEN,
             "channel capacity {nbuf} exceeds u32::MAX"
         );
+        Self::build(nbuf, lock)
+    }
+
+    fn build(nbuf: usize, lock: LockRef<L>) -> Self {
         Chan {
             shared: Arc::new(Shared {
                 lock,

@@ -2,6 +2,7 @@
 
 use crate::Chan;
 use locks::Strategy;
+use std::fmt;
 
 /// Blocking iterator from [`Chan::iter`]: ends when the channel is closed and drained.
 pub struct Iter<'a, T, L: Strategy> {
@@ -52,5 +53,25 @@ impl<T, L: Strategy> IntoIterator for Chan<T, L> {
     type IntoIter = IntoIter<T, L>;
     fn into_iter(self) -> IntoIter<T, L> {
         IntoIter { chan: self }
+    }
+}
+
+impl<T, L: Strategy> fmt::Debug for Iter<'_, T, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iter").field("chan", self.chan).finish()
+    }
+}
+
+impl<T, L: Strategy> fmt::Debug for TryIter<'_, T, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TryIter").field("chan", self.chan).finish()
+    }
+}
+
+impl<T, L: Strategy> fmt::Debug for IntoIter<T, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntoIter")
+            .field("chan", &self.chan)
+            .finish()
     }
 }

@@ -5,7 +5,9 @@
 //! operations, and 9front's close. `L` is a [`locks::Strategy`]: it is the lock that guards
 //! each channel *and* the way a blocked sender or receiver waits, so `Chan<T, locks::SpinYield>`
 //! behaves like Plan 9 before 2013, `Chan<T, locks::SemLock>` like Plan 9 after, and
-//! `Chan<T, locks::Adaptive>` (the default) yields briefly, then sleeps.
+//! `Chan<T, locks::Adaptive>` (the default) yields briefly, then sleeps. `Chan<T, locks::DynLock>`
+//! takes its strategy from a [`locks::Backend`] chosen at run time (a name, `$LOCKS_BACKEND`):
+//! `Chan::with_params(n, backend)`; its `new` is the default adaptive lock.
 //!
 //! ```
 //! use chan::Chan;
@@ -59,7 +61,9 @@ pub use crate::error::{
 pub use crate::iter::{IntoIter, Iter, TryIter};
 pub use locks;
 
-/// The workspace README, whose examples run as doctests here (chan depends on locks).
-#[doc = include_str!("../../README.md")]
+/// This crate's README (the page crates.io shows), whose examples run as doctests. The
+/// workspace README's run in `benches`, which is not published: a packaged crate cannot
+/// reach files outside its directory.
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;

@@ -45,7 +45,7 @@ macro_rules! per_backend {
 }
 
 /// The parameters of the backend named `spec`, which must name strategy `S`.
-pub fn params<S: Strategy>(spec: &str) -> S::Params {
+pub(crate) fn params<S: Strategy>(spec: &str) -> S::Params {
     struct Get;
     impl Visit for Get {
         type Output = (&'static str, Box<dyn Any>);
@@ -66,7 +66,7 @@ pub fn params<S: Strategy>(spec: &str) -> S::Params {
 
 /// The factor `CHAN_TEST_SCALE` (a positive number, default 1) applies to iteration counts, so
 /// that slow instrumented runs (ThreadSanitizer) can do less of the same work.
-pub fn scale() -> f64 {
+pub(crate) fn scale() -> f64 {
     match std::env::var("CHAN_TEST_SCALE") {
         Ok(s) => match s.trim().parse::<f64>() {
             Ok(f) if f > 0.0 && f.is_finite() => f,
@@ -77,25 +77,25 @@ pub fn scale() -> f64 {
 }
 
 /// `n` times [`scale`], but at least `min` (which a statistical check may need) and at least 1.
-pub fn scaled(n: usize, min: usize) -> usize {
+pub(crate) fn scaled(n: usize, min: usize) -> usize {
     ((n as f64 * scale()).round() as usize).max(min).max(1)
 }
 
 /// `native` normally, `miri` when interpreted by Miri (where a step costs some thousand times
 /// more), times [`scale`] either way but never below `min`.
-pub fn count(native: usize, miri: usize, min: usize) -> usize {
+pub(crate) fn count(native: usize, miri: usize, min: usize) -> usize {
     scaled(if cfg!(miri) { miri } else { native }, min)
 }
 
 /// A value that counts its drops, to show nothing is leaked or dropped twice.
 #[derive(Debug)]
-pub struct Tracked {
+pub(crate) struct Tracked {
     pub id: u64,
     drops: Arc<AtomicUsize>,
 }
 
 impl Tracked {
-    pub fn new(id: u64, drops: &Arc<AtomicUsize>) -> Self {
+    pub(crate) fn new(id: u64, drops: &Arc<AtomicUsize>) -> Self {
         Tracked {
             id,
             drops: drops.clone(),
@@ -110,13 +110,13 @@ impl Drop for Tracked {
 }
 
 /// Every backend, plus the adaptive one without its yield phase: the four `per_backend!` runs.
-pub fn backends() -> Vec<Backend> {
+pub(crate) fn backends() -> Vec<Backend> {
     let mut v = Backend::ALL.to_vec();
     // The futex path alone (no yielding), where a lost wake-up would hang for good.
     v.push("adaptive:yield_ns=0".parse().unwrap());
     v
 }
 
-pub fn name<S: Strategy>(params: S::Params) -> String {
+pub(crate) fn name<S: Strategy>(params: S::Params) -> String {
     format!("{}{}", S::NAME, params)
 }

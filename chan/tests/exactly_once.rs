@@ -13,6 +13,15 @@ use std::thread;
 use std::time::Duration;
 
 per_backend! { exactly_once: every_message_exactly_once_fifo_per_sender }
+per_backend! { exactly_once_dyn: through_dyn_lock }
+
+/// The same run on `Chan<u64, DynLock>`, the lock chosen at run time from the backend that
+/// names `S` with these parameters (so `exactly_once_dyn::sem::through_dyn_lock` is
+/// `Chan::<u64, DynLock>::with_params(n, "sem".parse()?)`).
+fn through_dyn_lock<S: Strategy>(params: S::Params) {
+    let backend: locks::Backend = common::name::<S>(params).parse().expect("its own name");
+    every_message_exactly_once_fifo_per_sender::<locks::DynLock>(backend);
+}
 
 /// A value that says who sent it and its place in that sender's sequence.
 fn encode(sender: u64, seq: u64) -> u64 {

@@ -1,7 +1,7 @@
 //! Model checks of the channel protocols: rendezvous hand-off, full/empty wake-ups, close, and
 //! a timed-out waiter racing its partner.
 //!
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release -p chan --test loom`
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release -p plan9-chan --test loom`
 #![cfg(loom)]
 
 use chan::{Chan, RecvTimeoutError, SendError};

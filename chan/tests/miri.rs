@@ -1,14 +1,14 @@
 //! Channel checks small enough for Miri, which also run natively with larger counts.
 //!
-//! `cargo +nightly miri test -p chan --test miri` interprets them, checking every memory
+//! `cargo +nightly miri test -p plan9-chan --test miri` interprets them, checking every memory
 //! access for undefined behaviour and data races and exploring weak-memory outcomes
 //! (`.ci/miri` runs them over several seeds, under Stacked and under Tree Borrows). Natively,
-//! `cargo test -p chan --test miri` runs the same bodies with counts a few hundred times larger
+//! `cargo test -p plan9-chan --test miri` runs the same bodies with counts a few hundred times larger
 //! (`CHAN_TEST_SCALE` scales them). Every behaviour runs with every backend
 //! (`miri::spin::rendezvous`, ..., `miri::adaptive_futex::rendezvous`).
 //!
 //! `litmus_nb_store_buffering` is the store-buffering litmus test of the non-blocking fast
-//! paths; run it alone with `cargo test -p chan --test miri litmus` (or under `miri test`).
+//! paths; run it alone with `cargo test -p plan9-chan --test miri litmus` (or under `miri test`).
 #![cfg(not(loom))]
 
 #[macro_use]

@@ -10,12 +10,12 @@ use std::mem;
 
 /// The CPUs this process may run on, in ascending order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cpus(Vec<usize>);
+pub(crate) struct Cpus(Vec<usize>);
 
 impl Cpus {
     /// The calling thread's affinity mask; on the main thread before any pinning, the
     /// process's.
-    pub fn current() -> io::Result<Cpus> {
+    pub(crate) fn current() -> io::Result<Cpus> {
         let set = get()?;
         let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
             // SAFETY: `cpu` is below CPU_SETSIZE, the number of bits in a `cpu_set_t`.
@@ -28,13 +28,13 @@ impl Cpus {
     }
 
     /// The CPU for the thread numbered `i`: round-robin over the mask.
-    pub fn nth(&self, i: usize) -> usize {
+    pub(crate) fn nth(&self, i: usize) -> usize {
         self.0[i % self.0.len()]
     }
 }
 
 /// Restricts the calling thread to `cpu`.
-pub fn pin_current(cpu: usize) -> io::Result<()> {
+pub(crate) fn pin_current(cpu: usize) -> io::Result<()> {
     // SAFETY: `cpu_set_t` is a plain bit array; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
     // SAFETY: `cpu` came from a mask read with CPU_ISSET, so it is below CPU_SETSIZE.
@@ -43,11 +43,11 @@ pub fn pin_current(cpu: usize) -> io::Result<()> {
 }
 
 /// Puts the calling thread's affinity back as it was when this was made.
-pub struct Restore(libc::cpu_set_t);
+pub(crate) struct Restore(libc::cpu_set_t);
 
 impl Restore {
     /// Remembers the calling thread's mask.
-    pub fn save() -> io::Result<Restore> {
+    pub(crate) fn save() -> io::Result<Restore> {
         get().map(Restore)
     }
 }

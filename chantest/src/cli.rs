@@ -17,18 +17,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Default O: the seed's `Odflt`.
-pub const DEFAULT_NBUF: u64 = 10;
+pub(crate) const DEFAULT_NBUF: u64 = 10;
 /// Default M: the seed's `Mdflt`.
-pub const DEFAULT_SENDERS: u64 = 1;
+pub(crate) const DEFAULT_SENDERS: u64 = 1;
 /// Default N: 1<<16, a thirty-second of the seed's 1<<21, so that a sweep of all backends
 /// takes seconds rather than minutes on a small machine.
-pub const DEFAULT_PER_SENDER: u64 = 1 << 16;
+pub(crate) const DEFAULT_PER_SENDER: u64 = 1 << 16;
 /// Default R.
-pub const DEFAULT_REPS: u64 = 5;
+pub(crate) const DEFAULT_REPS: u64 = 5;
 /// Default `--threshold`.
-pub const DEFAULT_THRESHOLD: f64 = 0.10;
+pub(crate) const DEFAULT_THRESHOLD: f64 = 0.10;
 /// Default `-S`: the seed's ulong.
-pub const DEFAULT_SIZE: u64 = 8;
+pub(crate) const DEFAULT_SIZE: u64 = 8;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -73,7 +73,7 @@ reordered or damaged, or a transport failed mid-run (e.g. its peer process died)
 /// arrive exactly once and in order.
 #[derive(Debug, Parser)]
 #[command(name = "chantest", version, after_help = EXAMPLES, max_term_width = 100)]
-pub struct Args {
+pub(crate) struct Args {
     /// Channel buffers: a value, a list or a range, e.g. 0,1,10,100 or 1..4,8 [default: 10]
     #[arg(short = 'O', value_name = "NBUF", value_parser = nbuf, allow_negative_numbers = true)]
     pub nbuf: Option<Grid>,
@@ -167,15 +167,15 @@ pub struct Args {
 
 /// A `--lock` list (a newtype, so that clap takes it as one value, not many).
 #[derive(Clone, Debug)]
-pub struct LockList(pub Vec<Backend>);
+pub(crate) struct LockList(pub Vec<Backend>);
 
 /// A `--via` list.
 #[derive(Clone, Debug)]
-pub struct ViaList(pub Vec<Via>);
+pub(crate) struct ViaList(pub Vec<Via>);
 
 /// A `--compare` pair.
 #[derive(Clone, Copy, Debug)]
-pub struct LockPair(pub Backend, pub Backend);
+pub(crate) struct LockPair(pub Backend, pub Backend);
 
 fn nbuf(s: &str) -> Result<Grid, String> {
     Grid::parse(s, Bounds::NBUF)
@@ -252,7 +252,7 @@ fn threshold(s: &str) -> Result<f64, String> {
 
 /// Parses the command line. Help and version are printed here and exit 0; any other clap
 /// error becomes one `Error::Usage` line.
-pub fn parse() -> Result<Args, Error> {
+pub(crate) fn parse() -> Result<Args, Error> {
     Args::try_parse().map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => usage!("{}", one_line(&e.to_string())),
@@ -272,7 +272,7 @@ fn one_line(message: &str) -> String {
 
 /// What to do, once the flags have been checked.
 #[derive(Debug)]
-pub struct Setup {
+pub(crate) struct Setup {
     /// The sweep.
     pub plan: Plan,
     /// What to compare the results with.
@@ -291,7 +291,7 @@ pub struct Setup {
 
 /// What the results are compared with.
 #[derive(Debug)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Nothing.
     Sweep,
     /// A saved run.
@@ -303,7 +303,7 @@ pub enum Mode {
 /// An output file, opened before the sweep so that a bad path fails in a second, not after a
 /// long run; its old contents are replaced only when the results are written.
 #[derive(Debug)]
-pub struct Output {
+pub(crate) struct Output {
     path: PathBuf,
     file: File,
 }
@@ -322,7 +322,7 @@ impl Output {
     }
 
     /// Replaces the file's contents with `text`.
-    pub fn write(mut self, text: &str) -> Result<(), Error> {
+    pub(crate) fn write(mut self, text: &str) -> Result<(), Error> {
         let done = self
             .file
             .set_len(0)
@@ -333,7 +333,7 @@ impl Output {
 
 impl Args {
     /// Checks the flags against each other and the baseline, and opens the outputs.
-    pub fn setup(self) -> Result<Setup, Error> {
+    pub(crate) fn setup(self) -> Result<Setup, Error> {
         let baseline = self.baseline.as_deref().map(Results::load).transpose()?;
         let from_file = baseline.as_ref().map(|b| &b.params);
 

@@ -11,11 +11,11 @@ use std::fmt;
 use std::process::ExitCode;
 
 /// Exit status when a cell regressed.
-pub const REGRESSED: u8 = 1;
+pub(crate) const REGRESSED: u8 = 1;
 
 /// A reason to stop, carrying the one line to print.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
+pub(crate) enum Error {
     /// The command cannot be carried out as given (exit 2).
     Usage(String),
     /// The channel broke its contract: the benchmark's figures would be meaningless (exit 3).
@@ -27,7 +27,7 @@ pub enum Error {
 
 impl Error {
     /// The process exit status for this error.
-    pub fn exit_code(&self) -> ExitCode {
+    pub(crate) fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self {
             Error::Usage(_) => 2,
             Error::Violation(_) | Error::Transport(_) => 3,

@@ -8,11 +8,11 @@ use crate::workload::{MAX_BUFFERS, MAX_PER_SENDER, MAX_SENDERS};
 
 /// The values of one sweep flag, in the order given, without repeats.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Grid(Vec<u64>);
+pub(crate) struct Grid(Vec<u64>);
 
 /// What one flag accepts: the smallest and largest value, and what to call it in messages.
 #[derive(Clone, Copy, Debug)]
-pub struct Bounds {
+pub(crate) struct Bounds {
     /// The flag's name as the user types it, e.g. `-O`, for messages about values that did
     /// not come from that flag (a baseline file's).
     pub flag: &'static str,
@@ -24,39 +24,39 @@ pub struct Bounds {
 
 impl Bounds {
     /// `-O`: channel buffers; 0 is a rendezvous channel.
-    pub const NBUF: Bounds = Bounds {
+    pub(crate) const NBUF: Bounds = Bounds {
         flag: "-O",
         min: 0,
         max: MAX_BUFFERS,
     };
     /// `-M`: sending threads.
-    pub const SENDERS: Bounds = Bounds {
+    pub(crate) const SENDERS: Bounds = Bounds {
         flag: "-M",
         min: 1,
         max: MAX_SENDERS,
     };
     /// `-N`: values per sender.
-    pub const PER_SENDER: Bounds = Bounds {
+    pub(crate) const PER_SENDER: Bounds = Bounds {
         flag: "-N",
         min: 1,
         max: MAX_PER_SENDER,
     };
     /// `-R`: measured repetitions.
-    pub const REPS: Bounds = Bounds {
+    pub(crate) const REPS: Bounds = Bounds {
         flag: "-R",
         min: 1,
         max: 10_000,
     };
 
     /// Parses one value within these bounds.
-    pub fn parse_one(self, s: &str) -> Result<u64, String> {
+    pub(crate) fn parse_one(self, s: &str) -> Result<u64, String> {
         let v = number(s, s)?;
         self.check(v)?;
         Ok(v)
     }
 
     /// Whether `v` is within bounds; the error says what is allowed.
-    pub fn check(self, v: u64) -> Result<(), String> {
+    pub(crate) fn check(self, v: u64) -> Result<(), String> {
         let Bounds { min, max, .. } = self;
         if (min..=max).contains(&v) {
             Ok(())
@@ -67,7 +67,7 @@ impl Bounds {
 }
 
 /// More values than this in one list is surely a typo (`1..100000`), not a sweep.
-pub const MAX_VALUES: usize = 1000;
+pub(crate) const MAX_VALUES: usize = 1000;
 
 impl Grid {
     /// Parses `item(,item)*` where an item is `n` or the inclusive range `a..b`.
@@ -75,7 +75,7 @@ impl Grid {
     /// ```text
     /// "1..4,8" -> [1, 2, 3, 4, 8]
     /// ```
-    pub fn parse(s: &str, bounds: Bounds) -> Result<Grid, String> {
+    pub(crate) fn parse(s: &str, bounds: Bounds) -> Result<Grid, String> {
         if s.trim().is_empty() {
             return Err("wants a value, a list like 1,2,4 or a range like 1..8".into());
         }
@@ -110,12 +110,12 @@ impl Grid {
     }
 
     /// A list of one value.
-    pub fn one(v: u64) -> Grid {
+    pub(crate) fn one(v: u64) -> Grid {
         Grid(vec![v])
     }
 
     /// A list from values read elsewhere (a baseline file), checked as if parsed.
-    pub fn from_values(values: Vec<u64>, bounds: Bounds) -> Result<Grid, String> {
+    pub(crate) fn from_values(values: Vec<u64>, bounds: Bounds) -> Result<Grid, String> {
         if values.is_empty() || values.len() > MAX_VALUES {
             return Err(format!("{}: wants 1 to {MAX_VALUES} values", bounds.flag));
         }
@@ -131,7 +131,7 @@ impl Grid {
     }
 
     /// The values, in the order given.
-    pub fn values(&self) -> &[u64] {
+    pub(crate) fn values(&self) -> &[u64] {
         &self.0
     }
 }

@@ -7,7 +7,7 @@ use std::ffi::CStr;
 /// The machine a run was made on.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Machine {
+pub(crate) struct Machine {
     /// `model name` from /proc/cpuinfo.
     pub cpu: String,
     /// CPUs this process may use.
@@ -22,7 +22,7 @@ pub struct Machine {
 
 impl Machine {
     /// Describes this machine; whatever cannot be read is left empty.
-    pub fn describe() -> Machine {
+    pub(crate) fn describe() -> Machine {
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|s| cpu_model(&s))

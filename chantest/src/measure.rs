@@ -8,7 +8,7 @@ use std::time::Instant;
 
 /// Resource usage of the whole process at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// User plus system CPU time, in nanoseconds.
     pub cpu_ns: u64,
     /// Voluntary context switches: a thread blocked (futex wait, sleep).
@@ -19,7 +19,7 @@ pub struct Usage {
 
 impl Usage {
     /// The process's usage now.
-    pub fn now() -> Usage {
+    pub(crate) fn now() -> Usage {
         // SAFETY: `rusage` is plain old data, so all-zero is a valid value.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
         // SAFETY: `ru` is a valid, writable `rusage`; RUSAGE_SELF cannot fail with a valid
@@ -37,7 +37,7 @@ impl Usage {
     }
 
     /// The two together: this process's and a peer process's usage.
-    pub fn plus(&self, other: &Usage) -> Usage {
+    pub(crate) fn plus(&self, other: &Usage) -> Usage {
         Usage {
             cpu_ns: self.cpu_ns.saturating_add(other.cpu_ns),
             vcsw: self.vcsw.saturating_add(other.vcsw),
@@ -46,7 +46,7 @@ impl Usage {
     }
 
     /// What was used between `earlier` and `self`.
-    pub fn since(&self, earlier: &Usage) -> Usage {
+    pub(crate) fn since(&self, earlier: &Usage) -> Usage {
         Usage {
             cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
             vcsw: self.vcsw.saturating_sub(earlier.vcsw),
@@ -56,7 +56,7 @@ impl Usage {
 }
 
 /// Whether [`cycles`] counts anything on this architecture.
-pub const HAVE_TSC: bool = cfg!(target_arch = "x86_64");
+pub(crate) const HAVE_TSC: bool = cfg!(target_arch = "x86_64");
 
 /// The time-stamp counter, or 0 where there is none.
 ///
@@ -64,7 +64,7 @@ pub const HAVE_TSC: bool = cfg!(target_arch = "x86_64");
 /// than with the core clock, so it is a second wall clock with finer grain, not a count of
 /// work done.
 #[inline]
-pub fn cycles() -> u64 {
+pub(crate) fn cycles() -> u64 {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: RDTSC is part of the x86_64 baseline and has no preconditions.
     return unsafe { core::arch::x86_64::_rdtsc() };
@@ -74,7 +74,7 @@ pub fn cycles() -> u64 {
 
 /// Both clocks read together, at the start or the end of a run.
 #[derive(Clone, Copy, Debug)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     /// Wall time.
     pub at: Instant,
     /// The time-stamp counter.
@@ -84,7 +84,7 @@ pub struct Stamp {
 impl Stamp {
     /// The clocks now.
     #[inline]
-    pub fn now() -> Stamp {
+    pub(crate) fn now() -> Stamp {
         Stamp {
             at: Instant::now(),
             tsc: cycles(),
@@ -92,7 +92,7 @@ impl Stamp {
     }
 
     /// Nanoseconds and cycles from `earlier` to `self`.
-    pub fn since(&self, earlier: &Stamp) -> (u64, u64) {
+    pub(crate) fn since(&self, earlier: &Stamp) -> (u64, u64) {
         let ns = self.at.duration_since(earlier.at).as_nanos();
         (
             u64::try_from(ns).unwrap_or(u64::MAX),
@@ -103,7 +103,7 @@ impl Stamp {
 
 /// What one run of the workload cost, in totals (not per message).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// Wall time from the start barrier to the last value received.
     pub ns: u64,
     /// Time-stamp counter ticks over the same interval (0 without a TSC).
@@ -129,7 +129,7 @@ pub struct Sample {
 impl Sample {
     /// A sample of `(ns, cycles)` from [`Stamp::since`] and the usage over the same run,
     /// without futex counts (for transports the `locks` crate does not count).
-    pub fn new((ns, cycles): (u64, u64), used: Usage) -> Sample {
+    pub(crate) fn new((ns, cycles): (u64, u64), used: Usage) -> Sample {
         Sample {
             ns,
             cycles,

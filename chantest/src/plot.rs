@@ -18,7 +18,7 @@ const COLORS: &[&str] = &[
 ];
 
 /// The SVG document for `r`.
-pub fn svg(r: &Results) -> String {
+pub(crate) fn svg(r: &Results) -> String {
     let p = &r.params;
     let panels = p.nbuf.len();
     let cols = panels.clamp(1, PANELS_PER_ROW);

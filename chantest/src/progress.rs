@@ -11,7 +11,7 @@ const QUIET_FOR: Duration = Duration::from_secs(1);
 const REDRAW_EVERY: Duration = Duration::from_millis(100);
 
 /// Progress through a known number of runs.
-pub struct Progress {
+pub(crate) struct Progress {
     total: usize,
     done: usize,
     started: Instant,
@@ -21,7 +21,7 @@ pub struct Progress {
 
 impl Progress {
     /// Progress through `total` runs, shown if stderr is a terminal.
-    pub fn new(total: usize) -> Progress {
+    pub(crate) fn new(total: usize) -> Progress {
         Progress::with_output(total, std::io::stderr().is_terminal())
     }
 
@@ -36,7 +36,7 @@ impl Progress {
     }
 
     /// One more run finished; `what` names it.
-    pub fn advance(&mut self, what: &dyn std::fmt::Display) {
+    pub(crate) fn advance(&mut self, what: &dyn std::fmt::Display) {
         self.done += 1;
         let now = Instant::now();
         let due = self.drawn.is_none_or(|t| now - t >= REDRAW_EVERY);
@@ -65,7 +65,7 @@ impl Progress {
     }
 
     /// Erases the indicator, if it was ever drawn.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.drawn.take().is_some() {
             let _ = write!(std::io::stderr().lock(), "\r\x1b[K");
         }

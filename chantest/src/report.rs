@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 /// How to print the results on stdout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Aligned columns, medians with their range.
     Table,
     /// One row per lane (backend or transport) × O × M, with a header row.
@@ -18,7 +18,7 @@ pub enum Format {
 }
 
 /// The CSV columns, always present in this order.
-pub const CSV_COLUMNS: &[&str] = &[
+pub(crate) const CSV_COLUMNS: &[&str] = &[
     "lock",
     "O",
     "M",
@@ -42,10 +42,10 @@ pub const CSV_COLUMNS: &[&str] = &[
 
 /// Columns added with `--via` and `-S`, always present and always last (after the change
 /// columns, when those are present), so that every older column keeps its position.
-pub const CSV_TRANSPORT_COLUMNS: &[&str] = &["via", "size", "mb_per_s"];
+pub(crate) const CSV_TRANSPORT_COLUMNS: &[&str] = &["via", "size", "mb_per_s"];
 
 /// Extra CSV columns when there are changes; empty on rows that were not compared.
-pub const CSV_CHANGE_COLUMNS: &[&str] = &[
+pub(crate) const CSV_CHANGE_COLUMNS: &[&str] = &[
     "vs",
     "vs_ns_per_msg",
     "ratio",
@@ -55,7 +55,7 @@ pub const CSV_CHANGE_COLUMNS: &[&str] = &[
 ];
 
 /// Renders `r` in `format`; `threshold` is quoted in the table's verdict heading.
-pub fn render(r: &Results, format: Format, threshold: f64) -> String {
+pub(crate) fn render(r: &Results, format: Format, threshold: f64) -> String {
     match format {
         Format::Table => table(r, threshold),
         Format::Csv => csv(r),
@@ -64,7 +64,7 @@ pub fn render(r: &Results, format: Format, threshold: f64) -> String {
 }
 
 /// The document `--save` writes.
-pub fn json(r: &Results) -> String {
+pub(crate) fn json(r: &Results) -> String {
     let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|e| {
         // Serializing plain structs of numbers and strings cannot fail; say so if it does.
         format!("{{\"error\": \"cannot serialize results: {e}\"}}")
@@ -74,7 +74,7 @@ pub fn json(r: &Results) -> String {
 }
 
 /// Total nanoseconds of every measured run, one per line, like Plan 9's chantest.
-pub fn plain(r: &Results) -> String {
+pub(crate) fn plain(r: &Results) -> String {
     r.cells
         .iter()
         .flat_map(|c| &c.samples)
@@ -324,7 +324,7 @@ fn align(rows: &[Vec<String>]) -> String {
 }
 
 /// Four significant digits, without an exponent: 1234, 123.4, 1.234, 0.01234.
-pub fn sig(x: f64) -> String {
+pub(crate) fn sig(x: f64) -> String {
     if !x.is_finite() {
         return "-".into();
     }

@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The `format` field that marks a chantest results file.
-pub const FORMAT: &str = "chantest-results";
+pub(crate) const FORMAT: &str = "chantest-results";
 /// The schema version this build reads and writes. Files from before `--via` and `-S` are
 /// still version 1: their missing fields mean `chan` and 8 bytes, which is what they ran.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 
 fn default_vias() -> Vec<String> {
     vec![Via::Chan.name().to_string()]
@@ -34,7 +34,7 @@ fn default_size() -> u64 {
 
 /// A sweep's parameters, machine, cells and (for `--baseline`, `--compare`) changes.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Results {
+pub(crate) struct Results {
     /// Always [`FORMAT`].
     pub format: String,
     /// Always [`VERSION`].
@@ -56,7 +56,7 @@ pub struct Results {
 
 /// The sweep's parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Params {
+pub(crate) struct Params {
     /// Backends `chan` ran with, as `locks::Backend` displays them.
     pub locks: Vec<String>,
     /// The backend ratios are taken against (when `chan` is the reference transport).
@@ -94,7 +94,7 @@ pub struct Params {
 
 /// One lane (a backend over `chan`, or another transport) at one (O, M) point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Cell {
+pub(crate) struct Cell {
     /// The backend, as displayed; `-` for transports that take none.
     pub lock: String,
     /// The transport.
@@ -124,7 +124,7 @@ pub struct Cell {
 
 /// The figures the reports print, per message (total ÷ M×N).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Repetitions.
     pub reps: usize,
     /// Wall time of the whole run, the figure Plan 9's chantest printed.
@@ -154,7 +154,7 @@ pub struct Summary {
 
 /// Median and range.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Spread {
+pub(crate) struct Spread {
     /// Median.
     pub median: f64,
     /// Smallest.
@@ -165,7 +165,7 @@ pub struct Spread {
 
 /// One cell compared with its counterpart: new against old.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Change {
+pub(crate) struct Change {
     /// The new cell's backend.
     pub lock: String,
     /// What it is compared against: `baseline` or the other backend's name.
@@ -191,7 +191,7 @@ pub struct Change {
 
 impl Results {
     /// The results of `plan`'s sweep.
-    pub fn new(plan: &Plan, measured: Vec<Measured>, machine: Machine) -> Results {
+    pub(crate) fn new(plan: &Plan, measured: Vec<Measured>, machine: Machine) -> Results {
         let lock = |i: usize| plan.backends[i].to_string();
         let cells = measured
             .into_iter()
@@ -237,7 +237,7 @@ impl Results {
     }
 
     /// Reads and checks a file written by `--save`.
-    pub fn load(path: &Path) -> Result<Results, Error> {
+    pub(crate) fn load(path: &Path) -> Result<Results, Error> {
         let name = path.display();
         let text = std::fs::read_to_string(path)
             .map_err(|e| usage!("cannot read baseline {name}: {e}"))?;
@@ -307,7 +307,7 @@ impl Results {
     }
 
     /// The parameters' transports.
-    pub fn vias(&self) -> Result<Vec<Via>, String> {
+    pub(crate) fn vias(&self) -> Result<Vec<Via>, String> {
         let list = Via::parse_list(&self.params.via.join(",")).map_err(|e| format!("via: {e}"))?;
         if list.is_empty() {
             return Err("its parameters name no transports".into());
@@ -316,7 +316,7 @@ impl Results {
     }
 
     /// The parameters' O and M lists.
-    pub fn grids(&self) -> Result<(Grid, Grid), String> {
+    pub(crate) fn grids(&self) -> Result<(Grid, Grid), String> {
         let p = &self.params;
         Ok((
             Grid::from_values(p.nbuf.clone(), Bounds::NBUF)?,
@@ -367,13 +367,13 @@ impl Results {
     }
 
     /// Whether the cells show more than `chan`, so that reports name each cell's transport.
-    pub fn has_transports(&self) -> bool {
+    pub(crate) fn has_transports(&self) -> bool {
         self.params.via.iter().any(|v| v != Via::Chan.name())
     }
 
     /// The name of each line of a plot or legend, in the order cells of one point come: the
     /// backend over `chan` (`chan/backend` beside other transports), else the transport.
-    pub fn series(&self) -> Vec<String> {
+    pub(crate) fn series(&self) -> Vec<String> {
         let mixed = self.has_transports();
         self.lanes()
             .into_iter()
@@ -387,7 +387,7 @@ impl Results {
 
     /// What ratios are taken against, for headings: the reference backend, `chan/backend`
     /// beside other transports, or the first transport when `chan` did not run.
-    pub fn reference_name(&self) -> String {
+    pub(crate) fn reference_name(&self) -> String {
         let chan = Via::Chan.name();
         match self.reference_via() {
             v if v == chan && self.has_transports() => format!("{chan}/{}", self.params.reference),
@@ -408,7 +408,7 @@ impl Results {
     }
 
     /// The cell with this key, if any.
-    pub fn cell(&self, key: &Key) -> Option<&Cell> {
+    pub(crate) fn cell(&self, key: &Key) -> Option<&Cell> {
         self.cells.iter().find(|c| c.key() == *key)
     }
 
@@ -444,7 +444,7 @@ impl Results {
     }
 
     /// Each new cell against the same cell of `old`.
-    pub fn against_baseline(&mut self, old: &Results, threshold: f64) {
+    pub(crate) fn against_baseline(&mut self, old: &Results, threshold: f64) {
         self.changes = self
             .cells
             .iter()
@@ -457,7 +457,7 @@ impl Results {
     }
 
     /// The second backend against the first over `chan`, at each point.
-    pub fn between_backends(&mut self, threshold: f64) {
+    pub(crate) fn between_backends(&mut self, threshold: f64) {
         let n = self.lanes().len().max(1);
         let chan = Via::Chan.name();
         self.changes = self
@@ -480,14 +480,14 @@ impl Results {
     }
 
     /// Whether any change is a regression.
-    pub fn regressed(&self) -> bool {
+    pub(crate) fn regressed(&self) -> bool {
         self.changes.iter().any(|c| c.verdict == Verdict::Regressed)
     }
 }
 
 /// What identifies a cell across runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Key {
+pub(crate) struct Key {
     /// The backend, as displayed (`-` for transports that take none).
     pub lock: String,
     /// The transport.
@@ -526,7 +526,7 @@ impl std::fmt::Display for Key {
 
 impl Cell {
     /// This cell's identity.
-    pub fn key(&self) -> Key {
+    pub(crate) fn key(&self) -> Key {
         Key {
             lock: self.lock.clone(),
             via: self.via.clone(),
@@ -539,13 +539,13 @@ impl Cell {
     }
 
     /// Messages per run: M×N, or 2N signals for `signal` (see [`Via::messages`]).
-    pub fn messages(&self) -> f64 {
+    pub(crate) fn messages(&self) -> f64 {
         let via = self.via.parse().unwrap_or(Via::Chan);
         Via::messages(via, self.senders, self.per_sender)
     }
 
     /// Wall ns per message of each repetition.
-    pub fn ns_per_msg(&self) -> Vec<f64> {
+    pub(crate) fn ns_per_msg(&self) -> Vec<f64> {
         let msgs = self.messages();
         self.samples.iter().map(|s| s.ns as f64 / msgs).collect()
     }

@@ -18,11 +18,11 @@ use locks::Backend;
 
 /// Unmeasured rounds per (O, M) point before the measured ones: they fault in stacks and
 /// buffers and let the CPU clock settle.
-pub const WARMUP: usize = 1;
+pub(crate) const WARMUP: usize = 1;
 
 /// Everything a sweep needs to know.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The backends `chan` runs with, in report order.
     pub backends: Vec<Backend>,
     /// Index into `backends` of the one the others are divided by.
@@ -49,7 +49,7 @@ pub struct Plan {
 
 impl Plan {
     /// Every (O, M) point in report order: O outer, M inner, each in the order given.
-    pub fn points(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+    pub(crate) fn points(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         let ms = self.senders.values();
         self.nbuf
             .values()
@@ -59,7 +59,7 @@ impl Plan {
 
     /// The lanes of every point, in report order: `--via`'s order, with `chan` standing for
     /// each backend in turn.
-    pub fn lanes(&self) -> Vec<Lane> {
+    pub(crate) fn lanes(&self) -> Vec<Lane> {
         self.vias
             .iter()
             .flat_map(|&via| match via {
@@ -70,12 +70,12 @@ impl Plan {
     }
 
     /// How many runs the sweep makes, warm-ups included.
-    pub fn total_runs(&self) -> usize {
+    pub(crate) fn total_runs(&self) -> usize {
         self.points().count() * self.lanes().len() * (WARMUP + self.reps)
     }
 
     /// The name a lane's cells carry in the `lock` column.
-    pub fn lock_name(&self, lane: Lane) -> String {
+    pub(crate) fn lock_name(&self, lane: Lane) -> String {
         match lane {
             Lane::Chan(i) => self.backends[i].to_string(),
             Lane::Via(_) => NO_LOCK.to_string(),
@@ -83,7 +83,7 @@ impl Plan {
     }
 
     /// The key of every cell the sweep makes, in report order.
-    pub fn keys(&self) -> Vec<Key> {
+    pub(crate) fn keys(&self) -> Vec<Key> {
         let lanes = self.lanes();
         self.points()
             .flat_map(|(o, m)| {
@@ -102,11 +102,11 @@ impl Plan {
 }
 
 /// The `lock` of a cell whose transport takes no lock backend.
-pub const NO_LOCK: &str = "-";
+pub(crate) const NO_LOCK: &str = "-";
 
 /// What one cell runs on: a lock backend over `chan`, or another transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lane {
+pub(crate) enum Lane {
     /// `chan` with the backend at this index of the plan's backends.
     Chan(usize),
     /// Another transport.
@@ -115,7 +115,7 @@ pub enum Lane {
 
 impl Lane {
     /// The transport.
-    pub fn via(self) -> Via {
+    pub(crate) fn via(self) -> Via {
         match self {
             Lane::Chan(_) => Via::Chan,
             Lane::Via(v) => v,
@@ -125,7 +125,7 @@ impl Lane {
 
 /// The samples of one cell.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Measured {
+pub(crate) struct Measured {
     /// What it ran on.
     pub lane: Lane,
     /// O.
@@ -137,7 +137,7 @@ pub struct Measured {
 }
 
 /// Runs the sweep; cells come back in report order: by point, then by lane.
-pub fn run(plan: &Plan) -> Result<Vec<Measured>, Error> {
+pub(crate) fn run(plan: &Plan) -> Result<Vec<Measured>, Error> {
     if plan.vias.contains(&Via::Signal) {
         // Before any thread starts, so that every thread inherits the block.
         via::signal::block()?;

@@ -30,14 +30,14 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Two-sided confidence level of the interval.
-pub const CONFIDENCE: f64 = 0.95;
+pub(crate) const CONFIDENCE: f64 = 0.95;
 
 /// Above this many pairs, the exact null distribution gives way to the normal approximation.
 const EXACT_PAIRS: usize = 2500;
 
 /// An estimate of new/old and its confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Interval {
+pub(crate) struct Interval {
     /// Hodges-Lehmann estimate of the ratio.
     pub estimate: f64,
     /// Lower bound (0 when there are too few samples for any interval).
@@ -51,7 +51,7 @@ impl Interval {
     ///
     /// Both must be non-empty; non-positive samples are clamped to the smallest positive
     /// float so that logarithms stay finite.
-    pub fn ratio(new: &[f64], old: &[f64]) -> Interval {
+    pub(crate) fn ratio(new: &[f64], old: &[f64]) -> Interval {
         assert!(
             !new.is_empty() && !old.is_empty(),
             "Interval::ratio of an empty sample"
@@ -92,7 +92,7 @@ impl fmt::Display for Interval {
 /// What a comparison concluded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Significantly slower, by more than the threshold.
     Regressed,
     /// Significantly faster, by more than the threshold.
@@ -105,7 +105,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// Applies the rule in the module docs.
-    pub fn judge(iv: &Interval, threshold: f64) -> Verdict {
+    pub(crate) fn judge(iv: &Interval, threshold: f64) -> Verdict {
         match iv.high {
             None => Verdict::TooFewReps,
             Some(_) if iv.low > 1.0 && iv.estimate > 1.0 + threshold => Verdict::Regressed,
@@ -117,7 +117,7 @@ impl Verdict {
 
 impl Verdict {
     /// The name JSON and CSV use.
-    pub fn key(&self) -> &'static str {
+    pub(crate) fn key(&self) -> &'static str {
         match self {
             Verdict::Regressed => "regressed",
             Verdict::Improved => "improved",
@@ -139,7 +139,7 @@ impl fmt::Display for Verdict {
 }
 
 /// The median of sorted, non-empty `v`.
-pub fn median_sorted(v: &[f64]) -> f64 {
+pub(crate) fn median_sorted(v: &[f64]) -> f64 {
     let n = v.len();
     if n % 2 == 1 {
         v[n / 2]

@@ -23,17 +23,17 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 /// Bits of a value that hold the sender's sequence number; the sender's id sits above them.
-pub const SEQ_BITS: u32 = 40;
+pub(crate) const SEQ_BITS: u32 = 40;
 /// The most values one sender may send.
-pub const MAX_PER_SENDER: u64 = (1 << SEQ_BITS) - 1;
+pub(crate) const MAX_PER_SENDER: u64 = (1 << SEQ_BITS) - 1;
 /// The most senders: a thread each, and far beyond what contention studies need.
-pub const MAX_SENDERS: u64 = 4096;
+pub(crate) const MAX_SENDERS: u64 = 4096;
 /// The most channel buffers (the channel may allocate them up front).
-pub const MAX_BUFFERS: u64 = 1 << 20;
+pub(crate) const MAX_BUFFERS: u64 = 1 << 20;
 
 /// The shape of one run.
 #[derive(Clone, Debug)]
-pub struct Spec<'a> {
+pub(crate) struct Spec<'a> {
     /// O: the channel's buffers (0: rendezvous).
     pub nbuf: usize,
     /// M: sending threads.
@@ -51,7 +51,7 @@ pub struct Spec<'a> {
 }
 
 /// Runs the workload once with `backend`'s lock, monomorphized for its strategy.
-pub fn run(backend: &Backend, spec: &Spec<'_>) -> Result<Sample, Error> {
+pub(crate) fn run(backend: &Backend, spec: &Spec<'_>) -> Result<Sample, Error> {
     backend.visit(Run(spec))
 }
 

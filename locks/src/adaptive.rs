@@ -130,6 +130,20 @@ pub struct Adaptive {
     params: AdaptiveParams,
 }
 
+impl fmt::Debug for Adaptive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.state.load(Relaxed) {
+            UNLOCKED => "unlocked",
+            LOCKED => "locked",
+            _ => "locked, sleepers",
+        };
+        f.debug_struct("Adaptive")
+            .field("state", &state)
+            .field("params", &self.params)
+            .finish()
+    }
+}
+
 impl Adaptive {
     /// An unlocked lock with the given tuning.
     #[cfg(not(loom))]
@@ -138,6 +152,12 @@ impl Adaptive {
             state: AtomicU32::new(UNLOCKED),
             params,
         }
+    }
+
+    /// The table's constructor (`crate::strategies!`).
+    #[cfg(not(loom))]
+    pub(crate) const fn from_params(params: AdaptiveParams) -> Self {
+        Self::new(params)
     }
 
     /// An unlocked lock with the given tuning.
@@ -200,6 +220,9 @@ impl Adaptive {
         ok
     }
 }
+
+#[cfg(not(loom))]
+raw_mutex_timed!(Adaptive);
 
 // SAFETY: ownership is the transition of `state` away from 0, by a compare-exchange or swap
 // with Acquire; unlock is a swap to 0 with Release, so each holder's writes happen before the
@@ -267,6 +290,20 @@ const PARKED: u32 = 2;
 pub struct AdaptiveWaiter {
     state: AtomicU32,
     params: AdaptiveParams,
+}
+
+impl fmt::Debug for AdaptiveWaiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.state.load(Relaxed) {
+            EMPTY => "waiting",
+            SET => "signalled",
+            _ => "parked",
+        };
+        f.debug_struct("AdaptiveWaiter")
+            .field("state", &state)
+            .field("params", &self.params)
+            .finish()
+    }
 }
 
 impl AdaptiveWaiter {

@@ -1,35 +1,15 @@
 //! Choosing a strategy by name at run time.
 //!
 //! A name is `spin`, `sem` or `adaptive`, optionally followed by parameters:
-//! `adaptive:spin_ns=0`, `spin:yields=10:sleep_us=50`. [`Backend::ALL`] is the one list of
-//! strategies; everything else (parsing, error messages, `chantest --lock all`) reads it.
+//! `adaptive:spin_ns=0`, `spin:yields=10:sleep_us=50`. [`Backend`] and everything that lists
+//! the strategies here ([`Backend::ALL`], names, parsing, [`Backend::visit`]) is made from
+//! the one table of strategies in `lib.rs` (`strategies!`); `chantest --lock all` and the
+//! error messages read [`Backend::ALL`].
 
-use crate::adaptive::{Adaptive, AdaptiveParams};
-use crate::sem::SemLock;
-use crate::spin_yield::{SpinParams, SpinYield};
-use crate::strategy::{NoParams, Params, Strategy};
+use crate::adaptive::AdaptiveParams;
+use crate::strategy::{Params, Strategy};
 use std::fmt;
 use std::str::FromStr;
-
-/// A lock strategy together with its parameters, as named on a command line or in an
-/// environment variable.
-///
-/// ```
-/// use locks::Backend;
-/// let b: Backend = "adaptive:spin_ns=500".parse().unwrap();
-/// assert_eq!(b.name(), "adaptive");
-/// assert_eq!(b.to_string(), "adaptive:spin_ns=500");
-/// assert!("mcs".parse::<Backend>().unwrap_err().to_string().contains("spin, sem, adaptive"));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// [`SpinYield`]: Plan 9's old test-and-set lock.
-    Spin(SpinParams),
-    /// [`SemLock`]: Plan 9's 2013 semaphore lock.
-    Sem,
-    /// [`Adaptive`]: spin (optionally) and yield for a while, then futex.
-    Adaptive(AdaptiveParams),
-}
 
 /// Code generic over the strategy, to be run with the one a [`Backend`] names.
 ///
@@ -54,38 +34,18 @@ pub trait Visit {
 }
 
 impl Backend {
-    /// Every strategy, with default parameters, in the order reports list them.
-    pub const ALL: [Backend; 3] = [
-        Backend::Spin(SpinParams::DEFAULT),
-        Backend::Sem,
-        Backend::Adaptive(AdaptiveParams::DEFAULT),
-    ];
+    /// The default: the adaptive lock with its default parameters. It is also what
+    /// [`Backend::default`], [`DynLock::INIT`](lock_api::RawMutex::INIT) (so
+    /// `Mutex::<DynLock, _>::new`) and `Chan::<T, DynLock>::new` use.
+    pub const DEFAULT: Backend = Backend::Adaptive(AdaptiveParams::DEFAULT);
 
     /// The environment variable [`from_env`](Backend::from_env) reads.
     pub const ENV: &'static str = "LOCKS_BACKEND";
 
-    /// The strategy's name, without parameters.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Backend::Spin(_) => SpinYield::NAME,
-            Backend::Sem => SemLock::NAME,
-            Backend::Adaptive(_) => Adaptive::NAME,
-        }
-    }
-
-    /// Calls `v.visit::<S>(params)` with the strategy `S` this backend names.
-    pub fn visit<V: Visit>(&self, v: V) -> V::Output {
-        match *self {
-            Backend::Spin(p) => v.visit::<SpinYield>(p),
-            Backend::Sem => v.visit::<SemLock>(NoParams),
-            Backend::Adaptive(p) => v.visit::<Adaptive>(p),
-        }
-    }
-
     /// The backend named by `$LOCKS_BACKEND`, or `default` when the variable is unset.
     ///
     /// ```
-    /// let b = locks::Backend::from_env(locks::Backend::ALL[2]).expect("a valid LOCKS_BACKEND");
+    /// let b = locks::Backend::from_env(locks::Backend::DEFAULT).expect("a valid LOCKS_BACKEND");
     /// let m = b.mutex(0u32);
     /// *m.lock() += 1;
     /// ```
@@ -112,14 +72,6 @@ impl Backend {
         crate::Mutex::from_raw(self.raw(), value)
     }
 
-    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        match self {
-            Backend::Spin(p) => p.set(key, value),
-            Backend::Sem => NoParams.set(key, value),
-            Backend::Adaptive(p) => p.set(key, value),
-        }
-    }
-
     /// Parses a comma-separated list such as `spin,adaptive:spin_ns=0`; `all` is every
     /// backend.
     pub fn parse_list(s: &str) -> Result<Vec<Backend>, ParseBackendError> {
@@ -127,18 +79,6 @@ impl Backend {
             return Ok(Self::ALL.to_vec());
         }
         s.split(',').map(str::parse).collect()
-    }
-}
-
-impl fmt::Display for Backend {
-    /// The name, then every parameter that differs from its default.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())?;
-        match self {
-            Backend::Spin(p) => write!(f, "{p}"),
-            Backend::Sem => Ok(()),
-            Backend::Adaptive(p) => write!(f, "{p}"),
-        }
     }
 }
 
@@ -179,4 +119,149 @@ impl FromStr for Backend {
         }
         Ok(backend)
     }
+}
+
+/// [`Backend`] and its lists of strategies, from the table (`strategies!` in `lib.rs`).
+macro_rules! backend {
+    ($($(#[$doc:meta])* $variant:ident($t:ty, $params:ty, $waiter:ty)),+ $(,)?) => {
+        /// A lock strategy together with its parameters, as named on a command line or in an
+        /// environment variable.
+        ///
+        /// ```
+        /// use locks::Backend;
+        /// let b: Backend = "adaptive:spin_ns=500".parse().unwrap();
+        /// assert_eq!(b.name(), "adaptive");
+        /// assert_eq!(b.to_string(), "adaptive:spin_ns=500");
+        /// assert!("mcs".parse::<Backend>().unwrap_err().to_string().contains("spin, sem, adaptive"));
+        /// ```
+        ///
+        /// It is also the [`Params`] of [`DynLock`](crate::DynLock), the strategy chosen at
+        /// run time, so that a backend parsed from a name makes a channel:
+        /// `Chan::<T, DynLock>::with_params(n, "sem".parse()?)`. As such, its [`Display`]
+        /// is the whole name (`adaptive:spin_ns=500`) and [`Params::set`] sets a parameter
+        /// of the strategy it names.
+        ///
+        /// [`Display`]: fmt::Display
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Backend {
+            $($(#[$doc])* $variant($params),)+
+        }
+
+        impl Backend {
+            /// Every strategy, with default parameters, in the order reports list them.
+            pub const ALL: [Backend; [$(stringify!($variant)),+].len()] =
+                [$(Backend::$variant(<$params>::DEFAULT)),+];
+
+            /// The strategy's name, without parameters.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Backend::$variant(_) => <$t as Strategy>::NAME,)+
+                }
+            }
+
+            /// Calls `v.visit::<S>(params)` with the strategy `S` this backend names.
+            pub fn visit<V: Visit>(&self, v: V) -> V::Output {
+                match *self {
+                    $(Backend::$variant(p) => v.visit::<$t>(p),)+
+                }
+            }
+        }
+
+        impl fmt::Display for Backend {
+            /// The name, then every parameter that differs from its default.
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())?;
+                match self {
+                    $(Backend::$variant(p) => fmt::Display::fmt(p, f),)+
+                }
+            }
+        }
+
+        /// As the parameters of [`DynLock`](crate::DynLock).
+        impl Params for Backend {
+            /// Every key some strategy takes, each once, in table order; which of them a
+            /// backend accepts depends on the strategy it names.
+            const KEYS: &'static [&'static str] = {
+                const LISTS: &[&[&str]] = &[$(<$params as Params>::KEYS),+];
+                const KEYS: [&str; distinct_keys(LISTS)] = union_of_keys(LISTS);
+                &KEYS
+            };
+
+            /// Sets one parameter of the strategy this backend names.
+            fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+                match self {
+                    $(Backend::$variant(p) => p.set(key, value),)+
+                }
+            }
+        }
+    };
+}
+
+strategies!(backend);
+
+impl Default for Backend {
+    /// [`Backend::DEFAULT`], the adaptive lock.
+    fn default() -> Self {
+        Backend::DEFAULT
+    }
+}
+
+/// Whether `lists[l][k]` appeared earlier in `lists`.
+const fn seen_before(lists: &[&[&str]], l: usize, k: usize) -> bool {
+    let key = lists[l][k].as_bytes();
+    let (mut i, mut j) = (0, 0);
+    while i < l || (i == l && j < k) {
+        if j == lists[i].len() {
+            (i, j) = (i + 1, 0);
+            continue;
+        }
+        let other = lists[i][j].as_bytes();
+        if other.len() == key.len() {
+            let mut b = 0;
+            while b < key.len() && other[b] == key[b] {
+                b += 1;
+            }
+            if b == key.len() {
+                return true;
+            }
+        }
+        j += 1;
+    }
+    false
+}
+
+/// How many distinct keys `lists` hold.
+const fn distinct_keys(lists: &[&[&str]]) -> usize {
+    let mut n = 0;
+    let mut l = 0;
+    while l < lists.len() {
+        let mut k = 0;
+        while k < lists[l].len() {
+            if !seen_before(lists, l, k) {
+                n += 1;
+            }
+            k += 1;
+        }
+        l += 1;
+    }
+    n
+}
+
+/// The distinct keys of `lists`, in order; `N` is [`distinct_keys`].
+const fn union_of_keys<const N: usize>(lists: &[&[&'static str]]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut n = 0;
+    let mut l = 0;
+    while l < lists.len() {
+        let mut k = 0;
+        while k < lists[l].len() {
+            if !seen_before(lists, l, k) {
+                out[n] = lists[l][k];
+                n += 1;
+            }
+            k += 1;
+        }
+        l += 1;
+    }
+    out
 }

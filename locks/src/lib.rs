@@ -29,11 +29,68 @@
 //! # Ok::<(), locks::ParseBackendError>(())
 //! ```
 //!
+//! A backend makes a [`DynLock`], which is itself a [`Strategy`] (its parameters are the
+//! [`Backend`], its [`DynWaiter`] the chosen strategy's waiter), so code generic over
+//! strategies, such as a `chan::Chan<T, DynLock>`, can take its strategy from a name too.
+//!
 //! With the `stats` feature, [`stats`] counts what the locks did (acquisitions, contention,
 //! spins, yields, futex waits and wakes).
 #![warn(missing_docs)]
 
 pub use lock_api;
+
+/// The one table of strategies: a row per strategy, `Variant(Type, ParamsType, WaiterType)`.
+///
+/// `strategies!(callback)` expands to `callback! { rows }`, and every list of strategies in
+/// the crate is such a callback: [`Backend`]'s variants, [`Backend::ALL`], names, parsing
+/// and [`Backend::visit`] (`backend.rs`), [`DynLock`] and its [`DynWaiter`] (`dyn_lock.rs`),
+/// and the `lock_api::RawMutex` impls (below). A new strategy is its own file (the type,
+/// its `Strategy` and `Waiter` impls, a `Params` type with a `const DEFAULT` and `Eq`, and a
+/// `pub(crate) const fn from_params(params) -> Self`) plus one row here, and its `mod` and
+/// `pub use` lines.
+macro_rules! strategies {
+    ($callback:ident) => {
+        $callback! {
+            /// [`SpinYield`](crate::SpinYield): Plan 9's old test-and-set lock.
+            Spin(crate::SpinYield, crate::SpinParams, crate::SpinWaiter),
+            /// [`SemLock`](crate::SemLock): Plan 9's 2013 semaphore lock.
+            Sem(crate::SemLock, crate::NoParams, crate::SemWaiter),
+            /// [`Adaptive`](crate::Adaptive): spin (optionally) and yield for a while, then futex.
+            Adaptive(crate::Adaptive, crate::AdaptiveParams, crate::AdaptiveWaiter),
+        }
+    };
+}
+
+/// Timed locking for the strategies that can give up cleanly, invoked in their own files.
+/// `SemLock` has none: a waiter counted in its `key` may already have been handed the lock by
+/// an unlocker's semaphore release, so it cannot simply leave (Plan 9's lock had no timed
+/// form either).
+#[cfg(not(loom))]
+macro_rules! raw_mutex_timed {
+    ($t:ty) => {
+        // SAFETY: `try_lock_until` acquires exactly as `lock` does, or returns false having
+        // acquired nothing.
+        unsafe impl lock_api::RawMutexTimed for $t {
+            type Duration = std::time::Duration;
+            type Instant = std::time::Instant;
+
+            fn try_lock_for(&self, timeout: std::time::Duration) -> bool {
+                // A timeout past the end of time is no timeout.
+                match std::time::Instant::now().checked_add(timeout) {
+                    Some(deadline) => self.try_lock_until(deadline),
+                    None => {
+                        $crate::Strategy::lock(self);
+                        true
+                    }
+                }
+            }
+
+            fn try_lock_until(&self, deadline: std::time::Instant) -> bool {
+                <$t>::try_lock_until(self, deadline)
+            }
+        }
+    };
+}
 
 mod adaptive;
 mod backend;
@@ -50,10 +107,15 @@ mod sync;
 pub use adaptive::{Adaptive, AdaptiveParams, AdaptiveWaiter};
 pub use backend::{Backend, ParseBackendError, Visit};
 #[cfg(not(loom))]
-pub use dyn_lock::DynLock;
+pub use dyn_lock::{DynLock, DynWaiter};
 pub use sem::{SemLock, SemWaiter, Semaphore};
 pub use spin_yield::{SpinParams, SpinWaiter, SpinYield};
 pub use strategy::{NoParams, Params, Strategy, Waiter};
+
+/// This crate's README (the page crates.io shows), whose examples run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
 
 /// A mutex protecting a `T` with the lock strategy `R`: `lock_api::Mutex` under our name.
 pub type Mutex<R, T> = lock_api::Mutex<R, T>;
@@ -64,11 +126,11 @@ pub type MutexGuard<'a, R, T> = lock_api::MutexGuard<'a, R, T>;
 /// only in real builds; the models drive the same code through [`Strategy`].
 #[cfg(not(loom))]
 macro_rules! raw_mutex {
-    ($($t:ty = $init:expr;)*) => {$(
+    ($($(#[$doc:meta])* $variant:ident($t:ty, $params:ty, $waiter:ty)),+ $(,)?) => {$(
         // SAFETY: forwards to the `Strategy` impl, whose safety contract is mutual exclusion.
         unsafe impl lock_api::RawMutex for $t {
             #[allow(clippy::declare_interior_mutable_const)]
-            const INIT: Self = $init;
+            const INIT: Self = <$t>::from_params(<$params>::DEFAULT);
             // Unlocking on another thread is fine: none of these locks records its owner.
             type GuardMarker = lock_api::GuardSend;
 
@@ -93,57 +155,8 @@ macro_rules! raw_mutex {
                 Strategy::is_locked(self)
             }
         }
-    )*};
+    )+};
 }
 
 #[cfg(not(loom))]
-raw_mutex! {
-    SpinYield = SpinYield::new(SpinParams::DEFAULT);
-    SemLock = SemLock::new();
-    Adaptive = Adaptive::new(AdaptiveParams::DEFAULT);
-}
-
-/// Timed locking for the strategies that can give up cleanly. `SemLock` has none: a waiter
-/// counted in its `key` may already have been handed the lock by an unlocker's semaphore
-/// release, so it cannot simply leave (Plan 9's lock had no timed form either).
-#[cfg(not(loom))]
-macro_rules! raw_mutex_timed {
-    ($($t:ty),*) => {$(
-        // SAFETY: `try_lock_until` acquires exactly as `lock` does, or returns false having
-        // acquired nothing.
-        unsafe impl lock_api::RawMutexTimed for $t {
-            type Duration = std::time::Duration;
-            type Instant = std::time::Instant;
-
-            fn try_lock_for(&self, timeout: std::time::Duration) -> bool {
-                // A timeout past the end of time is no timeout.
-                match std::time::Instant::now().checked_add(timeout) {
-                    Some(deadline) => self.try_lock_until(deadline),
-                    None => {
-                        Strategy::lock(self);
-                        true
-                    }
-                }
-            }
-
-            fn try_lock_until(&self, deadline: std::time::Instant) -> bool {
-                <$t>::try_lock_until(self, deadline)
-            }
-        }
-    )*};
-}
-
-#[cfg(not(loom))]
-raw_mutex_timed!(SpinYield, Adaptive);
-
-// SAFETY: a semaphore-lock unlock that finds others queued releases one permit, which wakes
-// one of them and makes it the owner: the hand-off is already fair, so `unlock_fair` is
-// `unlock`.
-#[cfg(not(loom))]
-unsafe impl lock_api::RawMutexFair for SemLock {
-    #[inline]
-    unsafe fn unlock_fair(&self) {
-        // SAFETY: our caller holds the lock.
-        unsafe { Strategy::unlock(self) }
-    }
-}
+strategies!(raw_mutex);

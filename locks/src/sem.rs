@@ -11,6 +11,7 @@ use crate::futex;
 use crate::stats::count;
 use crate::strategy::{NoParams, Strategy, Waiter};
 use crate::sync::{AtomicU32, Ordering::*};
+use std::fmt;
 use std::time::Instant;
 
 /// Bits of the word that count free permits; the rest count sleepers.
@@ -44,6 +45,16 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(1);
 /// ```
 pub struct Semaphore {
     state: AtomicU32,
+}
+
+impl fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.state.load(Relaxed);
+        f.debug_struct("Semaphore")
+            .field("permits", &(s & PERMITS))
+            .field("sleepers", &(s >> PERMIT_BITS))
+            .finish()
+    }
 }
 
 impl Semaphore {
@@ -218,6 +229,16 @@ pub struct SemLock {
     sem: Semaphore,
 }
 
+impl fmt::Debug for SemLock {
+    /// `key` counts the holder and everyone queued behind it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SemLock")
+            .field("key", &self.key.load(Relaxed))
+            .field("sem", &self.sem)
+            .finish()
+    }
+}
+
 impl SemLock {
     /// An unlocked lock.
     #[cfg(not(loom))]
@@ -235,6 +256,26 @@ impl SemLock {
             key: AtomicU32::new(0),
             sem: Semaphore::new(0),
         }
+    }
+}
+
+impl SemLock {
+    /// The table's constructor (`crate::strategies!`): a semaphore lock has no parameters.
+    #[cfg(not(loom))]
+    pub(crate) const fn from_params(_: NoParams) -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: a semaphore-lock unlock that finds others queued releases one permit, which wakes
+// one of them and makes it the owner: the hand-off is already fair, so `unlock_fair` is
+// `unlock`.
+#[cfg(not(loom))]
+unsafe impl lock_api::RawMutexFair for SemLock {
+    #[inline]
+    unsafe fn unlock_fair(&self) {
+        // SAFETY: our caller holds the lock.
+        unsafe { Strategy::unlock(self) }
     }
 }
 
@@ -298,6 +339,7 @@ unsafe impl Strategy for SemLock {
 }
 
 /// The semaphore way to wait: sleep in the kernel at once; a zero-permit [`Semaphore`].
+#[derive(Debug)]
 pub struct SemWaiter(Semaphore);
 
 // SAFETY: `signal` publishes with one Release store or RMW of the waiter's word, which `wait`,

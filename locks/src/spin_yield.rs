@@ -138,6 +138,15 @@ pub struct SpinYield {
     params: SpinParams,
 }
 
+impl fmt::Debug for SpinYield {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpinYield")
+            .field("locked", &Strategy::is_locked(self))
+            .field("params", &self.params)
+            .finish()
+    }
+}
+
 impl SpinYield {
     /// An unlocked lock with the given tuning.
     #[cfg(not(loom))]
@@ -146,6 +155,12 @@ impl SpinYield {
             locked: AtomicU32::new(0),
             params,
         }
+    }
+
+    /// The table's constructor (`crate::strategies!`).
+    #[cfg(not(loom))]
+    pub(crate) const fn from_params(params: SpinParams) -> Self {
+        Self::new(params)
     }
 
     /// An unlocked lock with the given tuning.
@@ -191,6 +206,9 @@ impl SpinYield {
         ok
     }
 }
+
+#[cfg(not(loom))]
+raw_mutex_timed!(SpinYield);
 
 // SAFETY: `locked` is taken only by a compare-and-swap from 0 to 1, and released by the holder alone;
 // the Acquire CAS pairs with the Release store of the previous unlock.
@@ -245,6 +263,15 @@ unsafe impl Strategy for SpinYield {
 pub struct SpinWaiter {
     set: AtomicU32,
     params: SpinParams,
+}
+
+impl fmt::Debug for SpinWaiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpinWaiter")
+            .field("signalled", &(self.set.load(Relaxed) == 1))
+            .field("params", &self.params)
+            .finish()
+    }
 }
 
 impl SpinWaiter {

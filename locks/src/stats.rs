@@ -64,7 +64,8 @@ pub(crate) mod imp {
     pub(crate) static FUTEX_WAITS: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
     pub(crate) static FUTEX_WAKES: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
 
-    const ALL: [&CachePadded<AtomicU64>; 7] = [
+    // A static, not a const: a const that refers to statics needs Rust 1.83 (the MSRV is 1.82).
+    static ALL: [&CachePadded<AtomicU64>; 7] = [
         &ACQUISITIONS,
         &CONTENDED,
         &SPINS,

@@ -21,7 +21,8 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
     type Params: Params;
     /// The strategy's way of putting a thread to sleep until another signals it.
     type Waiter: Waiter;
-    /// The name [`crate::Backend`] knows this strategy by.
+    /// The name [`crate::Backend`] knows this strategy by (`"dyn"` for
+    /// [`DynLock`](crate::DynLock), which is whichever strategy its backend names).
     const NAME: &'static str;
 
     /// An unlocked lock with the given parameters.
@@ -105,6 +106,11 @@ pub trait Params: Copy + Default + Debug + Display + PartialEq + Send + Sync + '
 /// For a strategy without knobs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NoParams;
+
+impl NoParams {
+    /// The only value, as the constant every parameter type has.
+    pub const DEFAULT: NoParams = NoParams;
+}
 
 impl Display for NoParams {
     fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -43,7 +43,7 @@ macro_rules! per_backend {
 }
 
 /// The parameters of the backend named `spec`, which must name strategy `S`.
-pub fn params<S: Strategy>(spec: &str) -> S::Params {
+pub(crate) fn params<S: Strategy>(spec: &str) -> S::Params {
     struct Get;
     impl Visit for Get {
         type Output = (&'static str, Box<dyn Any>);
@@ -64,7 +64,7 @@ pub fn params<S: Strategy>(spec: &str) -> S::Params {
 
 /// The factor `CHAN_TEST_SCALE` (shared with the `chan` tests; a positive number, default 1) applies to iteration counts, so
 /// that slow instrumented runs (ThreadSanitizer) can do less of the same work.
-pub fn scale() -> f64 {
+pub(crate) fn scale() -> f64 {
     match std::env::var("CHAN_TEST_SCALE") {
         Ok(s) => match s.trim().parse::<f64>() {
             Ok(f) if f > 0.0 && f.is_finite() => f,
@@ -75,18 +75,18 @@ pub fn scale() -> f64 {
 }
 
 /// `n` times [`scale`], but at least `min` (which a statistical check may need) and at least 1.
-pub fn scaled(n: usize, min: usize) -> usize {
+pub(crate) fn scaled(n: usize, min: usize) -> usize {
     ((n as f64 * scale()).round() as usize).max(min).max(1)
 }
 
 /// `native` normally, `miri` when interpreted by Miri (where a step costs some thousand times
 /// more), times [`scale`] either way but never below `min`.
-pub fn count(native: usize, miri: usize, min: usize) -> usize {
+pub(crate) fn count(native: usize, miri: usize, min: usize) -> usize {
     scaled(if cfg!(miri) { miri } else { native }, min)
 }
 
 /// The backend these parameters of `S` name, for the by-name paths (`Backend::mutex`).
-pub fn backend<S: Strategy>(p: S::Params) -> Backend {
+pub(crate) fn backend<S: Strategy>(p: S::Params) -> Backend {
     format!("{}{}", S::NAME, p)
         .parse()
         .expect("a strategy's own name parses")

@@ -1,6 +1,6 @@
 //! Model checks of every lock protocol and every waiter, with the futex mocked on loom.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release -p locks --test loom`.
+//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release -p plan9-locks --test loom`.
 #![cfg(loom)]
 
 use locks::{Adaptive, AdaptiveParams, Backend, SemLock, Semaphore, SpinParams, SpinYield};

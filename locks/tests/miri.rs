@@ -1,6 +1,6 @@
 //! Lock and waiter checks small enough for Miri, which also run natively with larger counts.
 //!
-//! `cargo +nightly miri test -p locks --test miri` interprets them: a lock that fails to make
+//! `cargo +nightly miri test -p plan9-locks --test miri` interprets them: a lock that fails to make
 //! its unlock *happen before* the next acquisition shows up as a data race on the plain
 //! counters below, a waiter touched after it was freed as a use-after-free. `.ci/miri` runs
 //! them over several seeds under Stacked and Tree Borrows. Every behaviour runs with every

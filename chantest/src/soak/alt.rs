@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// Which arms a worker may add.
 #[derive(Clone, Copy, Debug)]
-pub enum Side {
+pub(super) enum Side {
     /// Send arms only.
     Send,
     /// Receive arms, the first on `home` (so that waiting is safe).

@@ -6,11 +6,11 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 /// Default `--for`.
-pub const DEFAULT_FOR: &str = "10s";
+pub(super) const DEFAULT_FOR: &str = "10s";
 /// Default `--threads`.
-pub const DEFAULT_THREADS: usize = 16;
+pub(super) const DEFAULT_THREADS: usize = 16;
 /// The most `--threads`: far more threads than cores already serialise everything.
-pub const MAX_THREADS: usize = 64;
+pub(super) const MAX_THREADS: usize = 64;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -33,7 +33,7 @@ Exit status: 0 ok, 2 usage error, 3 a check failed or a thread was stuck.";
 /// that no thread gets stuck.
 #[derive(Debug, Parser)]
 #[command(name = "chantest soak", after_help = EXAMPLES, max_term_width = 100)]
-pub struct Args {
+pub(super) struct Args {
     /// How long to run: rounds start until this is spent, e.g. 500ms, 10s, 10m, 1h
     #[arg(long = "for", value_name = "DURATION", value_parser = duration, default_value = DEFAULT_FOR)]
     pub duration: Duration,
@@ -58,7 +58,7 @@ pub struct Args {
 
 /// Parses the arguments after `soak`. Help is printed here and exits 0; any other problem is
 /// one `Error::Usage` line.
-pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, Error> {
+pub(super) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, Error> {
     let argv = std::iter::once(OsString::from("chantest soak")).chain(args);
     Args::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),

@@ -14,7 +14,7 @@ static FAILED: AtomicBool = AtomicBool::new(false);
 static MESSAGES: Mutex<(Vec<String>, usize)> = Mutex::new((Vec::new(), 0));
 
 /// Records a broken check. Cheap to poll afterwards through [`failed`].
-pub fn fail(message: String) {
+pub(super) fn fail(message: String) {
     FAILED.store(true, Relaxed);
     let mut m = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
     if m.0.len() < KEEP {
@@ -24,19 +24,19 @@ pub fn fail(message: String) {
 }
 
 /// Whether any check has failed since the last [`take`].
-pub fn failed() -> bool {
+pub(super) fn failed() -> bool {
     FAILED.load(Relaxed)
 }
 
 /// The recorded messages and how many there were in all; clears them.
-pub fn take() -> (Vec<String>, usize) {
+pub(super) fn take() -> (Vec<String>, usize) {
     FAILED.store(false, Relaxed);
     let mut m = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
     std::mem::take(&mut *m)
 }
 
 /// The name of the running thread, for messages.
-pub fn thread_name() -> String {
+pub(super) fn thread_name() -> String {
     std::thread::current()
         .name()
         .unwrap_or("unnamed thread")
@@ -44,7 +44,7 @@ pub fn thread_name() -> String {
 }
 
 /// A panic's payload as text.
-pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+pub(super) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if p.is::<super::value::IntentionalPanic>() {
         "a value's intentional drop panic".into()
     } else if let Some(s) = p.downcast_ref::<&str>() {

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 /// The most values (sent, stale and echoed together) one round may create.
-pub const CAPACITY: u32 = 1 << 18;
+pub(super) const CAPACITY: u32 = 1 << 18;
 
 /// What a value is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     /// Made by a sender to be sent; carries a sequence number.
     Data,
     /// Made inside a re-entrant drop and offered with `nbsend`.
@@ -38,7 +38,7 @@ fn field(state: u32, unit: u32) -> u32 {
 
 /// Where a value came from, as the checks describe it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Origin {
+pub(super) struct Origin {
     /// What it is for.
     pub kind: Kind,
     /// Its logical sender (a lane of a sending thread).
@@ -93,14 +93,14 @@ struct Entry {
 }
 
 /// Every value's story, for one round at a time.
-pub struct Ledger {
+pub(super) struct Ledger {
     next: AtomicU32,
     entries: Box<[Entry]>,
 }
 
 /// What the values of a round came to, counted at its end.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Tally {
+pub(super) struct Tally {
     /// Values made to be sent.
     pub data: u64,
     /// Echo values made in re-entrant drops.
@@ -116,7 +116,7 @@ pub struct Tally {
 }
 
 /// The one ledger, made on first use and reused (reset) by every round.
-pub fn global() -> &'static Ledger {
+pub(super) fn global() -> &'static Ledger {
     static LEDGER: OnceLock<Ledger> = OnceLock::new();
     LEDGER.get_or_init(|| Ledger {
         next: AtomicU32::new(0),
@@ -131,7 +131,7 @@ pub fn global() -> &'static Ledger {
 
 impl Ledger {
     /// Forgets the last round. Call only when no value of it is alive.
-    pub fn reset(&self) {
+    pub(super) fn reset(&self) {
         let used = self.next.swap(0, Relaxed).min(CAPACITY);
         for e in &self.entries[..used as usize] {
             e.state.store(0, Relaxed);
@@ -140,20 +140,20 @@ impl Ledger {
     }
 
     /// Up to `n` fresh ids; fewer (or none) once the ledger is full.
-    pub fn reserve(&self, n: u32) -> Range<u32> {
+    pub(super) fn reserve(&self, n: u32) -> Range<u32> {
         let first = self.next.fetch_add(n, Relaxed).min(CAPACITY);
         first..first.saturating_add(n).min(CAPACITY)
     }
 
     /// Records the birth of value `id`.
-    pub fn create(&self, id: u32, origin: Origin) {
+    pub(super) fn create(&self, id: u32, origin: Origin) {
         let e = &self.entries[id as usize];
         e.origin.store(origin.pack(), Relaxed);
         e.state.fetch_add(CREATED, Relaxed);
     }
 
     /// Value `id` was received; returns how many times it had been before.
-    pub fn received(&self, id: u32) -> u32 {
+    pub(super) fn received(&self, id: u32) -> u32 {
         field(
             self.entries[id as usize].state.fetch_add(RECEIVED, Relaxed),
             RECEIVED,
@@ -161,17 +161,17 @@ impl Ledger {
     }
 
     /// Value `id`'s send succeeded.
-    pub fn sent(&self, id: u32) {
+    pub(super) fn sent(&self, id: u32) {
         self.entries[id as usize].state.fetch_add(SENT, Relaxed);
     }
 
     /// Value `id` came back to its sender, which gave up on it.
-    pub fn returned(&self, id: u32) {
+    pub(super) fn returned(&self, id: u32) {
         self.entries[id as usize].state.fetch_add(RETURNED, Relaxed);
     }
 
     /// Value `id` is being dropped (by the round's teardown if `teardown`).
-    pub fn dropped(&self, id: u32, teardown: bool) {
+    pub(super) fn dropped(&self, id: u32, teardown: bool) {
         let unit = if teardown {
             DROPPED + TEARDOWN
         } else {
@@ -181,14 +181,14 @@ impl Ledger {
     }
 
     /// Where value `id` came from.
-    pub fn origin(&self, id: u32) -> Origin {
+    pub(super) fn origin(&self, id: u32) -> Origin {
         Origin::unpack(self.entries[id as usize].origin.load(Relaxed))
     }
 
     /// Reads every value of the round; `abandoned[c]` says whether channel `c` may be
     /// destroyed with values in it. Call when the round's threads are joined and its channels
     /// destroyed. Returns the tally and one line per value whose story does not add up.
-    pub fn check(&self, abandoned: &[bool]) -> (Tally, Vec<String>) {
+    pub(super) fn check(&self, abandoned: &[bool]) -> (Tally, Vec<String>) {
         let mut t = Tally::default();
         let mut problems = Vec::new();
         let used = self.next.load(Relaxed).min(CAPACITY);

@@ -46,11 +46,11 @@ use std::time::Instant;
 use summary::Summary;
 
 /// The first argument that makes chantest run the soak.
-pub const ARG: &str = "soak";
+pub(crate) const ARG: &str = "soak";
 
 /// Runs the soak if the first argument asks for it, returning the exit status; `None`
 /// otherwise.
-pub fn main_if_soak() -> Option<ExitCode> {
+pub(crate) fn main_if_soak() -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
     if args.next()? != ARG {
         return None;

@@ -6,12 +6,12 @@ use std::fmt;
 use std::time::Duration;
 
 /// Channel capacities a round draws from.
-pub const CAPACITIES: [usize; 5] = [0, 1, 2, 10, 100];
+pub(super) const CAPACITIES: [usize; 5] = [0, 1, 2, 10, 100];
 /// The most channels in a round (watchdog slots describe alt arms' channels in 3 bits).
-pub const MAX_CHANS: usize = 4;
+pub(super) const MAX_CHANS: usize = 4;
 /// Logical senders per sending thread: values of different lanes may share an alt's arms on
 /// one channel without the sender itself deciding their order.
-pub const LANES: usize = 3;
+pub(super) const LANES: usize = 3;
 /// The fewest and most values a round sends.
 const QUOTA: (u64, u64) = (2_000, 40_000);
 /// The shortest and longest round, in milliseconds.
@@ -19,7 +19,7 @@ const LENGTH_MS: (u64, u64) = (150, 600);
 
 /// The backends every run covers: each strategy, plus adaptive sleeping at once (no yield
 /// phase), which puts every contended hand-off through the futex.
-pub fn backends() -> [Backend; 4] {
+pub(super) fn backends() -> [Backend; 4] {
     let [spin, sem, adaptive] = Backend::ALL;
     let sleepy = Backend::Adaptive(AdaptiveParams {
         yield_ns: 0,
@@ -29,13 +29,13 @@ pub fn backends() -> [Backend; 4] {
 }
 
 /// A lock configuration: a backend, with a lock per channel or one for all.
-pub fn config(index: u64) -> (Backend, bool) {
+pub(super) fn config(index: u64) -> (Backend, bool) {
     (backends()[(index % 4) as usize], index % CONFIGS >= 4)
 }
 
 /// What a thread does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
+pub(super) enum Role {
     /// Sends (every kind of send, and alts of send arms).
     Sender,
     /// Receives, blocking only on its home channel (and alts that include it), so that every
@@ -50,7 +50,7 @@ pub enum Role {
 
 /// A channel closed mid-run.
 #[derive(Clone, Copy, Debug)]
-pub struct Close {
+pub(super) struct Close {
     /// Which.
     pub chan: usize,
     /// When: once this many thousandths of the quota or of the round's length have passed.
@@ -59,7 +59,7 @@ pub struct Close {
 
 /// How often each thing happens, per 1024 or as relative weights.
 #[derive(Clone, Debug)]
-pub struct Mix {
+pub(super) struct Mix {
     /// Weights of a sender's operations: send, nbsend, send_timeout, send_deadline, alt,
     /// send through a temporary clone.
     pub send: [u32; 6],
@@ -86,7 +86,7 @@ pub struct Mix {
 
 /// Everything a round does, drawn from its seed.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub(super) struct Plan {
     /// The round's seed.
     pub seed: u64,
     /// The lock backend.
@@ -115,7 +115,7 @@ pub struct Plan {
 
 impl Plan {
     /// The round with `seed`, with at most `max_threads` workers and at most `limit` values.
-    pub fn new(seed: u64, max_threads: usize, limit: Option<u64>) -> Plan {
+    pub(super) fn new(seed: u64, max_threads: usize, limit: Option<u64>) -> Plan {
         let (backend, global) = config(seed);
         let mut r = Rng::new(seed);
         // Skew toward many threads and toward few, where the interesting interleavings are.
@@ -199,12 +199,12 @@ impl Plan {
     }
 
     /// How many threads the round runs: workers, and the probe's pair.
-    pub fn threads(&self) -> usize {
+    pub(super) fn threads(&self) -> usize {
         self.roles.len() + if self.probe.is_some() { 2 } else { 0 }
     }
 
     /// How many workers send (senders and mixed threads).
-    pub fn sending_threads(&self) -> usize {
+    pub(super) fn sending_threads(&self) -> usize {
         self.roles
             .iter()
             .filter(|r| matches!(r, Role::Sender | Role::Mixed))

@@ -19,12 +19,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// The probe's channels print as these indices, after the workers' `c0..c3`.
-pub const A: usize = 4;
+pub(super) const A: usize = 4;
 /// See [`A`].
-pub const B: usize = 5;
+pub(super) const B: usize = 5;
 
 /// The probe's shared state.
-pub struct Probe<S: Strategy> {
+pub(super) struct Probe<S: Strategy> {
     a: Chan<u64, S>,
     b: Chan<u64, S>,
     /// How many values the checker has taken from `a`.
@@ -34,7 +34,7 @@ pub struct Probe<S: Strategy> {
 
 impl<S: Strategy> Probe<S> {
     /// A probe over `a` (capacity at least 1) and `b`, sending until `deadline`.
-    pub fn new(a: Chan<u64, S>, b: Chan<u64, S>, deadline: Instant) -> Arc<Self> {
+    pub(super) fn new(a: Chan<u64, S>, b: Chan<u64, S>, deadline: Instant) -> Arc<Self> {
         assert!(a.capacity() >= 1, "the probe's `a` must hold a value");
         Arc::new(Probe {
             a,
@@ -45,7 +45,7 @@ impl<S: Strategy> Probe<S> {
     }
 
     /// The prober's thread body (returns 0, to match [`check`](Self::check)).
-    pub fn send(&self) -> u64 {
+    pub(super) fn send(&self) -> u64 {
         let slot = watchdog::register("probe send".into());
         let cap = self.a.capacity() as u64;
         let mut i = 0u64;
@@ -98,7 +98,7 @@ impl<S: Strategy> Probe<S> {
     /// The checker's thread body; returns how many values it checked. It runs until the
     /// prober closes `b`, whatever fails meanwhile, so that the prober's blocking send always
     /// finds it.
-    pub fn check(&self) -> u64 {
+    pub(super) fn check(&self) -> u64 {
         let slot = watchdog::register("probe recv".into());
         let mut n = 0u64;
         loop {

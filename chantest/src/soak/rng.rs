@@ -5,45 +5,45 @@
 
 /// SplitMix64: one 64-bit state, every seed (including 0) a good one.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub(super) struct Rng(u64);
 
 const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 
 impl Rng {
     /// A generator whose whole sequence is decided by `seed`.
-    pub fn new(seed: u64) -> Rng {
+    pub(super) fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
     /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
+    pub(super) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(GOLDEN);
         finish(self.0)
     }
 
     /// Uniform in `0..n` (0 when `n` is 0), by multiply-and-shift: no modulo bias worth
     /// speaking of for the small `n` used here.
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 
     /// Uniform in `0..n`, as an index.
-    pub fn index(&mut self, n: usize) -> usize {
+    pub(super) fn index(&mut self, n: usize) -> usize {
         self.below(n as u64) as usize
     }
 
     /// Uniform in `lo..=hi`.
-    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
+    pub(super) fn between(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.below(hi - lo + 1)
     }
 
     /// True with probability `per_1024 / 1024`.
-    pub fn chance(&mut self, per_1024: u32) -> bool {
+    pub(super) fn chance(&mut self, per_1024: u32) -> bool {
         self.below(1024) < u64::from(per_1024)
     }
 
     /// An index drawn with the given weights (the last index if they are all zero).
-    pub fn weighted(&mut self, weights: &[u32]) -> usize {
+    pub(super) fn weighted(&mut self, weights: &[u32]) -> usize {
         let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
         let mut x = self.below(total);
         for (i, &w) in weights.iter().enumerate() {
@@ -64,12 +64,12 @@ fn finish(mut z: u64) -> u64 {
 }
 
 /// Two numbers into one well-scattered seed.
-pub fn mix(a: u64, b: u64) -> u64 {
+pub(super) fn mix(a: u64, b: u64) -> u64 {
     finish(a ^ finish(b.wrapping_add(GOLDEN)))
 }
 
 /// How many lock configurations the rounds cycle through: the low bits of a round's seed.
-pub const CONFIGS: u64 = 8;
+pub(super) const CONFIGS: u64 = 8;
 
 /// The seed of round `round` of a run with `master` seed.
 ///
@@ -77,7 +77,7 @@ pub const CONFIGS: u64 = 8;
 /// that round as the first of a new run. Later rounds are scattered, except that their low
 /// bits step through the [`CONFIGS`] lock configurations, so that every run of eight rounds
 /// visits each once whatever the master seed.
-pub fn round_seed(master: u64, round: u64) -> u64 {
+pub(super) fn round_seed(master: u64, round: u64) -> u64 {
     if round == 0 {
         return master;
     }
@@ -87,7 +87,7 @@ pub fn round_seed(master: u64, round: u64) -> u64 {
 
 /// A master seed for a run given none: different every run, printed so that it can be
 /// replayed.
-pub fn from_clock() -> u64 {
+pub(super) fn from_clock() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 const POLL: Duration = Duration::from_micros(500);
 
 /// What the threads of a round share.
-pub struct Ctx<S: Strategy> {
+pub(super) struct Ctx<S: Strategy> {
     /// The round's plan.
     pub plan: Plan,
     /// The round's channels (the main thread's handles; workers clone their own).
@@ -34,7 +34,7 @@ pub struct Ctx<S: Strategy> {
 
 impl<S: Strategy> Ctx<S> {
     /// Takes up to `n` values of the round's quota; how many were granted.
-    pub fn take_quota(&self, n: u64) -> u64 {
+    pub(super) fn take_quota(&self, n: u64) -> u64 {
         let before = self.taken.fetch_add(n, Relaxed);
         n.min(self.plan.quota.saturating_sub(before))
     }
@@ -42,7 +42,7 @@ impl<S: Strategy> Ctx<S> {
 
 /// What a round came to.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub(super) struct Outcome {
     /// From the first thread's start to the last value's drop.
     pub elapsed: Duration,
     /// The ledger's count of the round's values.
@@ -65,7 +65,7 @@ pub struct Outcome {
 
 /// Runs the round `plan` (stopping its senders by `end` at the latest); `replay` is the
 /// command that replays it, for the watchdog to print.
-pub fn run(plan: &Plan, end: Instant, replay: String) -> Result<Outcome, Error> {
+pub(super) fn run(plan: &Plan, end: Instant, replay: String) -> Result<Outcome, Error> {
     plan.backend.visit(Round { plan, end, replay })
 }
 

@@ -14,7 +14,7 @@ struct Row {
 }
 
 /// Totals over the rounds so far.
-pub struct Summary {
+pub(super) struct Summary {
     master: u64,
     threads: usize,
     started: Instant,
@@ -37,7 +37,7 @@ pub struct Summary {
 
 impl Summary {
     /// An empty summary of a run with `master` seed and at most `threads` workers a round.
-    pub fn new(master: u64, threads: usize) -> Summary {
+    pub(super) fn new(master: u64, threads: usize) -> Summary {
         Summary {
             master,
             threads,
@@ -61,7 +61,7 @@ impl Summary {
     }
 
     /// Adds a finished round.
-    pub fn add(&mut self, plan: &Plan, o: &Outcome) {
+    pub(super) fn add(&mut self, plan: &Plan, o: &Outcome) {
         let row = &mut self.rows[(plan.seed % CONFIGS) as usize];
         row.rounds += 1;
         row.messages += o.tally.received;
@@ -83,7 +83,7 @@ impl Summary {
     }
 
     /// The report, ending in `ok` or `FAILED`.
-    pub fn render(&self, ok: bool) -> String {
+    pub(super) fn render(&self, ok: bool) -> String {
         let wall = self.started.elapsed();
         let mut s = String::new();
         let _ = writeln!(

@@ -1,7 +1,7 @@
 //! The values the soak sends: each knows who made it for which channel, and may panic or
 //! re-enter a channel when it is dropped.
 //!
-//! A value records its own drop in the [ledger](super::ledger) before anything else, so that
+//! A value records its own drop in the [ledger] before anything else, so that
 //! every drop counts, wherever it happens: in a receiver, in a sender that got it back, inside
 //! the channel library (an alt overwriting a receive slot, a channel destroyed with values
 //! buffered), or during unwinding.
@@ -16,18 +16,18 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The lane of echo values, which no sender owns (so no order is checked for them).
-pub const ECHO_LANE: u16 = u16::MAX;
+pub(super) const ECHO_LANE: u16 = u16::MAX;
 /// Re-entrant drops nest at most this deep: a value received inside a drop may itself
 /// re-enter, but a chain of them must end.
 const MAX_DEPTH: u32 = 2;
 
 /// The panic a value's drop raises on purpose.
 #[derive(Debug)]
-pub struct IntentionalPanic;
+pub(super) struct IntentionalPanic;
 
 /// What a re-entrant drop does to the channel it holds.
 #[derive(Clone, Copy, Debug)]
-pub enum How {
+pub(super) enum How {
     /// `len`, `closing` and `is_closed`, checked against each other.
     Len,
     /// `nbsend` of a fresh echo value.
@@ -39,7 +39,7 @@ pub enum How {
 }
 
 /// The channel a re-entrant value holds a handle to, and what its drop does there.
-pub struct Reentry<S: Strategy> {
+pub(super) struct Reentry<S: Strategy> {
     /// The handle (a clone, keeping the channel alive).
     pub chan: Chan<Val<S>, S>,
     /// Its index in the round.
@@ -49,7 +49,7 @@ pub struct Reentry<S: Strategy> {
 }
 
 /// A value sent through the soak's channels.
-pub struct Val<S: Strategy> {
+pub(super) struct Val<S: Strategy> {
     id: u32,
     seq: u32,
     lane: u16,
@@ -75,7 +75,12 @@ thread_local! {
 
 impl<S: Strategy> Val<S> {
     /// Makes value `id` and records its birth.
-    pub fn new(id: u32, origin: Origin, panics: bool, reenter: Option<Reentry<S>>) -> Val<S> {
+    pub(super) fn new(
+        id: u32,
+        origin: Origin,
+        panics: bool,
+        reenter: Option<Reentry<S>>,
+    ) -> Val<S> {
         ledger::global().create(id, origin);
         Val {
             id,
@@ -89,12 +94,12 @@ impl<S: Strategy> Val<S> {
     }
 
     /// The value's id in the ledger.
-    pub fn id(&self) -> u32 {
+    pub(super) fn id(&self) -> u32 {
         self.id
     }
 
     /// Whether this is a stale value (a receiver's own, never sent).
-    pub fn is_stale(&self) -> bool {
+    pub(super) fn is_stale(&self) -> bool {
         self.stale
     }
 }
@@ -168,7 +173,7 @@ fn echo<S: Strategy>(c: &Chan<Val<S>, S>, index: usize) {
 /// `len`, `closing` and `is_closed` of channel `index`, which must agree with each other and
 /// with its capacity (each read is a separate snapshot, so only what no interleaving
 /// explains is a failure).
-pub fn check_len<S: Strategy>(c: &Chan<Val<S>, S>, index: usize) {
+pub(super) fn check_len<S: Strategy>(c: &Chan<Val<S>, S>, index: usize) {
     let cap = c.capacity();
     let len = c.len();
     if len > cap {
@@ -187,7 +192,7 @@ pub fn check_len<S: Strategy>(c: &Chan<Val<S>, S>, index: usize) {
 }
 
 /// A value received from channel `from`: checks it and drops it on the user's side.
-pub fn accept<S: Strategy>(v: Val<S>, from: usize) {
+pub(super) fn accept<S: Strategy>(v: Val<S>, from: usize) {
     let ledger = ledger::global();
     let who = || format!("thread `{}`", thread_name());
     if v.stale {
@@ -249,12 +254,12 @@ fn check_order<S: Strategy>(v: &Val<S>, who: &dyn Fn() -> String) {
 }
 
 /// Forgets the order this thread has seen (a new round).
-pub fn reset_thread() {
+pub(super) fn reset_thread() {
     LAST_SEQ.with(|last| last.borrow_mut().clear());
 }
 
 /// Drops `v` as a user would: a panic from its drop is caught here and counted.
-pub fn user_drop<S: Strategy>(v: Val<S>) {
+pub(super) fn user_drop<S: Strategy>(v: Val<S>) {
     if !v.panics {
         drop(v);
         return;
@@ -275,7 +280,7 @@ pub fn user_drop<S: Strategy>(v: Val<S>) {
 
 /// Runs `f` (the round's destruction of its channels) with drops counted as teardown, and
 /// catches any panic from it: the message, if one came.
-pub fn teardown(f: impl FnOnce()) -> Option<String> {
+pub(super) fn teardown(f: impl FnOnce()) -> Option<String> {
     TEARDOWN.with(|t| t.set(true));
     CATCHING.with(|c| c.set(c.get() + 1));
     let result = panic::catch_unwind(AssertUnwindSafe(f));
@@ -285,7 +290,7 @@ pub fn teardown(f: impl FnOnce()) -> Option<String> {
 }
 
 /// Panicking drops caught and re-entrant drops run since the last call.
-pub fn take_drop_counts() -> (u64, u64) {
+pub(super) fn take_drop_counts() -> (u64, u64) {
     (
         PANICKING_DROPS.swap(0, Relaxed),
         REENTRANT_DROPS.swap(0, Relaxed),
@@ -294,7 +299,7 @@ pub fn take_drop_counts() -> (u64, u64) {
 
 /// Silences the panics values raise on purpose where the soak catches them, and says which
 /// operation a thread was in when anything else panicked.
-pub fn install_panic_hook() {
+pub(super) fn install_panic_hook() {
     let default = panic::take_hook();
     panic::set_hook(Box::new(move |info| {
         let intentional = info.payload().is::<IntentionalPanic>();

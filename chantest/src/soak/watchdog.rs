@@ -15,16 +15,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long without any completed transfer counts as stuck.
-pub const STALL: Duration = Duration::from_secs(5);
+pub(super) const STALL: Duration = Duration::from_secs(5);
 /// How far past its planned length a round may run before it counts as stuck, even while
 /// some threads still make progress.
-pub const OVERRUN: Duration = Duration::from_secs(30);
+pub(super) const OVERRUN: Duration = Duration::from_secs(30);
 const TICK: Duration = Duration::from_millis(100);
 
 /// An operation, as a slot shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Op {
+pub(super) enum Op {
     /// Between operations.
     Idle,
     /// `send`.
@@ -138,22 +138,22 @@ impl Op {
 }
 
 /// The most alt arms a slot can describe.
-pub const MAX_ARMS: usize = 8;
+pub(super) const MAX_ARMS: usize = 8;
 const NO_CHAN: u64 = 0xff;
 
 /// What a thread is doing, packed in one word: the op, its channel, and an alt's arms
 /// (4 bits each: a send flag and the channel).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Doing(u64);
+pub(super) struct Doing(u64);
 
 impl Doing {
     /// `op` on channel `chan` (or on none).
-    pub fn op(op: Op, chan: Option<usize>) -> Doing {
+    pub(super) fn op(op: Op, chan: Option<usize>) -> Doing {
         Doing(op as u64 | chan.map_or(NO_CHAN, |c| c as u64 & 0xff) << 8)
     }
 
     /// An alt waiting with `op` on `arms`: `(is_send, chan)` each.
-    pub fn alt(op: Op, arms: impl Iterator<Item = (bool, usize)>) -> Doing {
+    pub(super) fn alt(op: Op, arms: impl Iterator<Item = (bool, usize)>) -> Doing {
         let mut w = op as u64 | NO_CHAN << 8;
         let mut n = 0;
         for (send, chan) in arms.take(MAX_ARMS) {
@@ -193,7 +193,7 @@ impl fmt::Display for Doing {
 }
 
 /// One thread's line on the watchdog's board.
-pub struct Slot {
+pub(super) struct Slot {
     name: String,
     doing: AtomicU64,
     /// A re-entrant drop's operation (`Doing` in the low 32 bits, the value's id above), or 0.
@@ -207,7 +207,7 @@ pub struct Slot {
 impl Slot {
     /// Says what the thread is about to do.
     #[inline]
-    pub fn begin(&self, doing: Doing) {
+    pub(super) fn begin(&self, doing: Doing) {
         self.doing.store(doing.0, Relaxed);
         self.started
             .store(self.started.load(Relaxed).wrapping_add(1), Relaxed);
@@ -215,7 +215,7 @@ impl Slot {
 
     /// Counts one completed transfer (only the owning thread writes, so no atomic add).
     #[inline]
-    pub fn tick(&self) {
+    pub(super) fn tick(&self) {
         self.done.store(self.done.load(Relaxed) + 1, Relaxed);
     }
 }
@@ -245,7 +245,7 @@ fn board() -> std::sync::MutexGuard<'static, Option<Board>> {
 }
 
 /// A new round begins: `round` describes it, `replay` is the command that replays it.
-pub fn round_begin(round: String, replay: String, length: Duration) {
+pub(super) fn round_begin(round: String, replay: String, length: Duration) {
     let mut b = board();
     let generation = b.as_ref().map_or(0, |b| b.generation + 1);
     *b = Some(Board {
@@ -260,7 +260,7 @@ pub fn round_begin(round: String, replay: String, length: Duration) {
 }
 
 /// The round is over: its slots go.
-pub fn round_end() {
+pub(super) fn round_end() {
     if let Some(b) = board().as_mut() {
         b.slots.clear();
         b.active = false;
@@ -269,7 +269,7 @@ pub fn round_end() {
 }
 
 /// Gives the calling thread a slot named `name` on the board, and returns it.
-pub fn register(name: String) -> Arc<Slot> {
+pub(super) fn register(name: String) -> Arc<Slot> {
     let slot = Arc::new(Slot {
         name,
         doing: AtomicU64::new(Doing::op(Op::Idle, None).0),
@@ -285,7 +285,7 @@ pub fn register(name: String) -> Arc<Slot> {
 }
 
 /// Counts a completed transfer for the calling thread (from code that has no slot at hand).
-pub fn tick() {
+pub(super) fn tick() {
     let _ = MINE.try_with(|m| {
         if let Some(s) = m.borrow().as_ref() {
             s.tick();
@@ -295,7 +295,7 @@ pub fn tick() {
 
 /// Shows, until the guard is dropped, that the calling thread is inside a value's drop doing
 /// `doing` to value `id`'s channel.
-pub fn inner(doing: Doing, id: u32) -> InnerGuard {
+pub(super) fn inner(doing: Doing, id: u32) -> InnerGuard {
     let w = (doing.0 & 0xffff_ffff) | u64::from(id) << 32;
     let previous = MINE
         .try_with(|m| m.borrow().as_ref().map(|s| s.inner.swap(w, Relaxed)))
@@ -305,7 +305,7 @@ pub fn inner(doing: Doing, id: u32) -> InnerGuard {
 }
 
 /// Restores the slot's inner line; see [`inner`].
-pub struct InnerGuard {
+pub(super) struct InnerGuard {
     previous: Option<u64>,
 }
 
@@ -322,7 +322,7 @@ impl Drop for InnerGuard {
 }
 
 /// What the calling thread is doing, for a panic message.
-pub fn current() -> String {
+pub(super) fn current() -> String {
     MINE.try_with(|m| m.borrow().as_ref().map(|s| describe(s, None)))
         .ok()
         .flatten()
@@ -349,7 +349,7 @@ fn describe(s: &Slot, for_how_long: Option<Duration>) -> String {
 /// Starts the watchdog thread. When it finds the process stuck it prints the board to
 /// stderr, calls `on_stuck` with a one-line reason (which should print the summary), and
 /// exits with status 3.
-pub fn start(on_stuck: impl Fn(&str) + Send + 'static) {
+pub(super) fn start(on_stuck: impl Fn(&str) + Send + 'static) {
     let spawned = std::thread::Builder::new()
         .name("watchdog".into())
         .spawn(move || watch(on_stuck));

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 /// What a worker counted, handed back when it finishes.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Counts {
+pub(super) struct Counts {
     /// Timed operations that timed out.
     pub timeouts: u64,
     /// Alts waited on (builder and macro).
@@ -39,7 +39,7 @@ impl std::ops::AddAssign for Counts {
 const BATCH: u32 = 32;
 
 /// One worker's state.
-pub struct Worker<'a, S: Strategy> {
+pub(super) struct Worker<'a, S: Strategy> {
     pub(super) ctx: &'a Ctx<S>,
     pub(super) index: usize,
     /// This thread's own handles (clones), dropped and re-cloned now and then.
@@ -61,7 +61,7 @@ pub struct Worker<'a, S: Strategy> {
 
 impl<'a, S: Strategy> Worker<'a, S> {
     /// Worker `index` of the round `ctx`, with its slot on the watchdog's board.
-    pub fn new(ctx: &'a Ctx<S>, index: usize, slot: Arc<Slot>) -> Self {
+    pub(super) fn new(ctx: &'a Ctx<S>, index: usize, slot: Arc<Slot>) -> Self {
         let n = ctx.chans.len();
         Worker {
             ctx,
@@ -82,7 +82,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
     }
 
     /// Runs the worker's role to the end.
-    pub fn run(&mut self) {
+    pub(super) fn run(&mut self) {
         match self.ctx.plan.roles[self.index] {
             Role::Sender => {
                 while !self.sending_done() {

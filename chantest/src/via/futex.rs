@@ -11,7 +11,7 @@ use std::time::Duration;
 /// Sleeps while `*word == expected`, for at most `timeout`. Returns `false` only if the
 /// timeout expired; a wake, a changed value or an interrupting signal all return `true`, and
 /// the caller re-checks its condition either way.
-pub fn wait(word: &AtomicU32, expected: u32, timeout: Duration) -> bool {
+pub(super) fn wait(word: &AtomicU32, expected: u32, timeout: Duration) -> bool {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs().try_into().unwrap_or(libc::time_t::MAX),
         tv_nsec: timeout.subsec_nanos().into(),
@@ -33,7 +33,7 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Duration) -> bool {
 }
 
 /// Wakes up to `n` waiters on `word`, in this process or any other that maps the same page.
-pub fn wake(word: &AtomicU32, n: i32) {
+pub(super) fn wake(word: &AtomicU32, n: i32) {
     // SAFETY: FUTEX_WAKE uses only the address of `word` (it reads nothing there), and `word`
     // is live. A failure would mean a bad address, which a reference cannot be.
     unsafe {

@@ -16,11 +16,11 @@
 //! [`crate::workload`]; the others here.
 
 mod futex;
-pub mod peer;
-pub mod record;
+pub(crate) mod peer;
+pub(crate) mod record;
 mod ring;
-pub mod shm;
-pub mod signal;
+pub(crate) mod shm;
+pub(crate) mod signal;
 mod stream;
 
 use crate::error::Error;
@@ -30,11 +30,11 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A liveness check that a blocked party calls every so often; an error ends its wait.
-pub type Alive<'a> = &'a mut dyn FnMut() -> Result<(), Error>;
+pub(crate) type Alive<'a> = &'a mut dyn FnMut() -> Result<(), Error>;
 
 /// What carries the messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Via {
+pub(crate) enum Via {
     /// This project's channel, once per lock backend.
     Chan,
     /// One pipe.
@@ -49,10 +49,10 @@ pub enum Via {
 
 impl Via {
     /// Every transport, in the order `--help` lists them.
-    pub const ALL: [Via; 5] = [Via::Chan, Via::Pipe, Via::Unix, Via::Signal, Via::Shm];
+    pub(crate) const ALL: [Via; 5] = [Via::Chan, Via::Pipe, Via::Unix, Via::Signal, Via::Shm];
 
     /// The name `--via` and the reports use.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Via::Chan => "chan",
             Via::Pipe => "pipe",
@@ -63,7 +63,7 @@ impl Via {
     }
 
     /// Parses a comma-separated list without repeats.
-    pub fn parse_list(s: &str) -> Result<Vec<Via>, String> {
+    pub(crate) fn parse_list(s: &str) -> Result<Vec<Via>, String> {
         let mut list = Vec::new();
         for item in s.split(',') {
             let via: Via = item.trim().parse()?;
@@ -77,7 +77,7 @@ impl Via {
 
     /// Messages in one run of M senders × N values: M×N, except for `signal`, whose N round
     /// trips are 2N signals, so that its figures are per signal, one way.
-    pub fn messages(self, senders: u64, per_sender: u64) -> f64 {
+    pub(crate) fn messages(self, senders: u64, per_sender: u64) -> f64 {
         let per_sender = if self == Via::Signal {
             2.0 * per_sender as f64
         } else {
@@ -88,7 +88,7 @@ impl Via {
 
     /// The transport that ratios are taken against: `chan` if it is in `vias`, else the
     /// first.
-    pub fn reference(vias: &[Via]) -> Via {
+    pub(crate) fn reference(vias: &[Via]) -> Via {
         if vias.contains(&Via::Chan) {
             Via::Chan
         } else {
@@ -115,7 +115,7 @@ impl FromStr for Via {
 
 /// One run over `via`, which must not be `chan` (that one runs per lock backend, in
 /// [`crate::workload`]).
-pub fn run(via: Via, spec: &Spec<'_>) -> Result<Sample, Error> {
+pub(crate) fn run(via: Via, spec: &Spec<'_>) -> Result<Sample, Error> {
     match via {
         Via::Pipe => stream::run(stream::Kind::Pipe, spec),
         Via::Unix => stream::run(stream::Kind::Unix, spec),

@@ -29,15 +29,15 @@ use std::os::fd::OwnedFd;
 use std::process::{Child, ChildStdout, Command, ExitCode, ExitStatus, Stdio};
 
 /// The first argument that makes chantest a peer.
-pub const FLAG: &str = "--peer";
+pub(crate) const FLAG: &str = "--peer";
 /// The environment variable of the test hook (see the module docs).
-pub const DIE_AFTER_ENV: &str = "CHANTEST_PEER_DIE_AFTER";
+pub(crate) const DIE_AFTER_ENV: &str = "CHANTEST_PEER_DIE_AFTER";
 /// The exit status of a peer that the test hook killed.
-pub const DIE_STATUS: i32 = 9;
+pub(crate) const DIE_STATUS: i32 = 9;
 
 /// The parent's handle on its peer. Dropping it kills and reaps the peer, so that no error
 /// path leaves a child behind.
-pub struct Peer {
+pub(crate) struct Peer {
     via: Via,
     child: Child,
     stdout: BufReader<ChildStdout>,
@@ -45,7 +45,7 @@ pub struct Peer {
 
 impl Peer {
     /// Starts `chantest --peer VIA ARGS…`, with `stdin` as its standard input (or none).
-    pub fn spawn(via: Via, args: &[String], stdin: Option<OwnedFd>) -> Result<Peer, Error> {
+    pub(crate) fn spawn(via: Via, args: &[String], stdin: Option<OwnedFd>) -> Result<Peer, Error> {
         let exe = std::env::current_exe()
             .map_err(|e| usage!("--via {via}: cannot find chantest's own executable: {e}"))?;
         let mut child = Command::new(exe)
@@ -70,12 +70,12 @@ impl Peer {
     }
 
     /// The peer's process id.
-    pub fn pid(&self) -> libc::pid_t {
+    pub(crate) fn pid(&self) -> libc::pid_t {
         libc::pid_t::try_from(self.child.id()).unwrap_or(0)
     }
 
     /// Waits for the peer's `ready`.
-    pub fn ready(&mut self) -> Result<(), Error> {
+    pub(crate) fn ready(&mut self) -> Result<(), Error> {
         match self.line()? {
             Some(line) if line == "ready" => Ok(()),
             other => Err(self.unexpected(other, "before it was ready")),
@@ -84,7 +84,7 @@ impl Peer {
 
     /// `Ok` while the peer runs; once it has exited, the error that says so, with how far the
     /// run had got.
-    pub fn alive(&mut self, done: u64, total: u64) -> Result<(), Error> {
+    pub(crate) fn alive(&mut self, done: u64, total: u64) -> Result<(), Error> {
         match self.child.try_wait() {
             Ok(None) => Ok(()),
             Ok(Some(status)) => Err(Error::Transport(format!(
@@ -102,7 +102,7 @@ impl Peer {
 
     /// Reads the peer's `usage` line and waits for it to exit; anything but a clean exit is an
     /// error.
-    pub fn finish(mut self) -> Result<Usage, Error> {
+    pub(crate) fn finish(mut self) -> Result<Usage, Error> {
         let line = self.line()?;
         let used = line.as_deref().and_then(parse_usage);
         let status = self
@@ -181,12 +181,12 @@ fn parse_usage(line: &str) -> Option<Usage> {
 }
 
 /// In the peer: tells the parent it may start the clock.
-pub fn say_ready() -> Result<(), Error> {
+pub(crate) fn say_ready() -> Result<(), Error> {
     say("ready")
 }
 
 /// In the peer: reports what the run cost this process.
-pub fn say_usage(used: &Usage) -> Result<(), Error> {
+pub(crate) fn say_usage(used: &Usage) -> Result<(), Error> {
     say(&format!(
         "usage {} {} {}",
         used.cpu_ns, used.vcsw, used.ivcsw
@@ -201,14 +201,14 @@ fn say(line: &str) -> Result<(), Error> {
 }
 
 /// In the peer: the test hook's message count, if set.
-pub fn die_after() -> Option<u64> {
+pub(crate) fn die_after() -> Option<u64> {
     std::env::var(DIE_AFTER_ENV).ok()?.trim().parse().ok()
 }
 
 /// In the peer: ends the process abruptly, as a crash would, once `sent` reaches the hook's
 /// count.
 #[inline]
-pub fn maybe_die(sent: u64, after: Option<u64>) {
+pub(crate) fn maybe_die(sent: u64, after: Option<u64>) {
     if after.is_some_and(|n| sent >= n) {
         // SAFETY: _exit ends the process at once, without unwinding or running destructors,
         // which is the point: the test wants the peer to vanish mid-run, locks held and all.
@@ -217,7 +217,7 @@ pub fn maybe_die(sent: u64, after: Option<u64>) {
 }
 
 /// In the peer: `Ok` while the process that started this one is still its parent.
-pub fn parent_alive(parent: libc::pid_t) -> Result<(), Error> {
+pub(crate) fn parent_alive(parent: libc::pid_t) -> Result<(), Error> {
     // SAFETY: getppid has no preconditions and cannot fail.
     if unsafe { libc::getppid() } == parent {
         Ok(())
@@ -229,14 +229,14 @@ pub fn parent_alive(parent: libc::pid_t) -> Result<(), Error> {
 }
 
 /// In the peer: the parent's process id.
-pub fn parent() -> libc::pid_t {
+pub(crate) fn parent() -> libc::pid_t {
     // SAFETY: getppid has no preconditions and cannot fail.
     unsafe { libc::getppid() }
 }
 
 /// If this process was started as a peer (`chantest --peer VIA …`), runs the peer and returns
 /// its exit status; otherwise `None`, and chantest runs as usual.
-pub fn main_if_peer() -> Option<ExitCode> {
+pub(crate) fn main_if_peer() -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() != Some(OsStr::new(FLAG)) {
         return None;

@@ -14,7 +14,7 @@
 //!
 //! Why every byte is written and read: seed 001 measured a unix socket "faster than memcpy"
 //! until the sender touched its buffer after each send: copy-on-write had hidden the copy. So
-//! the sender writes every payload byte before each send ([`write`]) and the receiver reads
+//! the sender writes every payload byte before each send ([`write()`]) and the receiver reads
 //! every one to sum it ([`read`]), and the sum doubles as the integrity check: a record split,
 //! interleaved with another or left stale shows up as a checksum that does not match.
 
@@ -22,15 +22,15 @@ use crate::error::Error;
 use crate::workload::{MAX_PER_SENDER, SEQ_BITS};
 
 /// Bytes of the tag, the seed's ulong: the smallest message.
-pub const TAG: usize = 8;
+pub(crate) const TAG: usize = 8;
 /// Bytes of tag and checksum: the smallest message with a payload.
-pub const HEADER: usize = 16;
+pub(crate) const HEADER: usize = 16;
 /// The largest message: far beyond seed 001's 1 MiB blocks, and small enough that a ring of
 /// a few such slots fits in memory.
-pub const MAX_SIZE: u64 = 256 << 20;
+pub(crate) const MAX_SIZE: u64 = 256 << 20;
 
 /// Whether `size` is a message size chantest can send; the error says what is allowed.
-pub fn check_size(size: u64) -> Result<(), String> {
+pub(crate) fn check_size(size: u64) -> Result<(), String> {
     match size {
         8 => Ok(()),
         0..8 => Err(format!(
@@ -49,14 +49,14 @@ pub fn check_size(size: u64) -> Result<(), String> {
 
 /// The tag of sender `id`'s value number `seq`.
 #[inline]
-pub fn tag(id: usize, seq: u64) -> u64 {
+pub(crate) fn tag(id: usize, seq: u64) -> u64 {
     (id as u64) << SEQ_BITS | seq
 }
 
 /// The `i`-th sequence number sender `id` sends: `i`, except that with `fault` sender 0 sends
 /// its value 1 again in place of value 2 (the hidden `--inject-fault`, to test the checks).
 #[inline]
-pub fn seq(fault: bool, id: usize, i: u64) -> u64 {
+pub(crate) fn seq(fault: bool, id: usize, i: u64) -> u64 {
     if fault && id == 0 && i == 2 {
         1
     } else {
@@ -66,7 +66,7 @@ pub fn seq(fault: bool, id: usize, i: u64) -> u64 {
 
 /// Fills `buf` (the whole message) for `tag`, writing every byte.
 #[inline]
-pub fn write(buf: &mut [u8], tag: u64) {
+pub(crate) fn write(buf: &mut [u8], tag: u64) {
     let (head, payload) = buf.split_at_mut(buf.len().min(HEADER));
     head[..TAG].copy_from_slice(&tag.to_ne_bytes());
     if head.len() == HEADER {
@@ -79,7 +79,7 @@ pub fn write(buf: &mut [u8], tag: u64) {
 /// Reads every byte of `msg` and returns its tag, or the violation if its payload does not
 /// add up to the checksum it carries.
 #[inline]
-pub fn read(msg: &[u8]) -> Result<u64, Error> {
+pub(crate) fn read(msg: &[u8]) -> Result<u64, Error> {
     let tag = word_at(msg, 0);
     if msg.len() >= HEADER {
         let (carried, got) = (word_at(msg, TAG), sum(&msg[HEADER..]));
@@ -155,13 +155,13 @@ fn expected_sum(len: usize, word: u64) -> u64 {
 /// It keeps the next sequence number it expects from each sender, so a lost, duplicated or
 /// reordered value costs an index and a compare to catch.
 #[derive(Debug)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     next: Vec<u64>,
 }
 
 impl Tracker {
     /// Expects values from `senders` senders, each starting at 0.
-    pub fn new(senders: usize) -> Tracker {
+    pub(crate) fn new(senders: usize) -> Tracker {
         Tracker {
             next: vec![0; senders],
         }
@@ -169,7 +169,7 @@ impl Tracker {
 
     /// Takes the value tagged `tag`, or says what is wrong with it.
     #[inline]
-    pub fn accept(&mut self, tag: u64) -> Result<(), Error> {
+    pub(crate) fn accept(&mut self, tag: u64) -> Result<(), Error> {
         let (id, seq) = ((tag >> SEQ_BITS) as usize, tag & MAX_PER_SENDER);
         match self.next.get_mut(id) {
             Some(expected) if *expected == seq => {
@@ -189,7 +189,13 @@ impl Tracker {
 
 /// What went wrong with value `v`, which the receiver did not expect.
 #[cold]
-pub fn describe(v: u64, id: usize, seq: u64, expected: Option<u64>, senders: usize) -> String {
+pub(crate) fn describe(
+    v: u64,
+    id: usize,
+    seq: u64,
+    expected: Option<u64>,
+    senders: usize,
+) -> String {
     match expected {
         None => format!("value {v:#x} names sender {id}, but there are only {senders}"),
         Some(e) if seq < e => format!(

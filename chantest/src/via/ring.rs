@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How long one futex sleep lasts before the sleeper checks that its peer is alive.
-pub const CHECK_EVERY: Duration = Duration::from_millis(100);
+pub(super) const CHECK_EVERY: Duration = Duration::from_millis(100);
 /// Checks of the condition, with a PAUSE between them, before yielding.
 const SPINS: u32 = 64;
 /// `sched_yield`s before sleeping (about 0.2 µs each on this project's machine).
@@ -39,7 +39,7 @@ const YIELDS: u32 = 16;
 /// Marks a mapping made by [`Ring::create`]: "chanring".
 const MAGIC: u64 = u64::from_le_bytes(*b"chanring");
 /// The most bytes of slots a ring may have, so that `-O` × `-S` cannot ask for all memory.
-pub const MAX_BYTES: u64 = 1 << 30;
+pub(super) const MAX_BYTES: u64 = 1 << 30;
 
 /// A value on a cache line of its own, so that the senders' `head` and the receiver's
 /// `tail` do not slow each other down.
@@ -79,7 +79,7 @@ const FLAG_PIN: u64 = 2;
 
 /// What the receiver tells the senders through the header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shape {
+pub(super) struct Shape {
     /// Bytes per message.
     pub size: usize,
     /// Slots in the ring (at least 1).
@@ -103,7 +103,7 @@ impl Shape {
 
 /// One side's view of the ring.
 #[derive(Debug)]
-pub struct Ring {
+pub(super) struct Ring {
     base: NonNull<u8>,
     len: usize,
     shape: Shape,
@@ -118,7 +118,7 @@ unsafe impl Sync for Ring {}
 
 impl Ring {
     /// A fresh ring in a new memory file, and the file, for the other process to map.
-    pub fn create(shape: Shape) -> io::Result<(Ring, OwnedFd)> {
+    pub(super) fn create(shape: Shape) -> io::Result<(Ring, OwnedFd)> {
         let len = shape
             .bytes()
             .ok_or_else(|| io::Error::other("ring too large"))?;
@@ -155,7 +155,7 @@ impl Ring {
     }
 
     /// Maps a ring that another process created and reads its shape.
-    pub fn open(fd: BorrowedFd<'_>) -> Result<Ring, String> {
+    pub(super) fn open(fd: BorrowedFd<'_>) -> Result<Ring, String> {
         // SAFETY: all-zero is a valid `stat`.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: `fd` is a valid descriptor and `st` a writable `stat`.
@@ -217,7 +217,7 @@ impl Ring {
     }
 
     /// The ring's shape.
-    pub fn shape(&self) -> Shape {
+    pub(super) fn shape(&self) -> Shape {
         self.shape
     }
 
@@ -241,14 +241,14 @@ impl Ring {
     }
 
     /// The receiver: lets the senders go.
-    pub fn start(&self) {
+    pub(super) fn start(&self) {
         let go = &self.header().go.0;
         go.store(1, Ordering::SeqCst);
         futex::wake(go, i32::MAX);
     }
 
     /// A sender: waits for [`start`](Ring::start).
-    pub fn wait_start(&self, alive: Alive<'_>) -> Result<(), Error> {
+    pub(super) fn wait_start(&self, alive: Alive<'_>) -> Result<(), Error> {
         let go = &self.header().go.0;
         while go.load(Ordering::SeqCst) == 0 {
             if !futex::wait(go, 0, CHECK_EVERY) {
@@ -260,7 +260,7 @@ impl Ring {
 
     /// A sender: copies `msg` (exactly `size` bytes) into the next slot, waiting for one to
     /// be free.
-    pub fn send(&self, msg: &[u8], alive: Alive<'_>) -> Result<(), Error> {
+    pub(super) fn send(&self, msg: &[u8], alive: Alive<'_>) -> Result<(), Error> {
         debug_assert_eq!(msg.len(), self.shape.size);
         let h = self.header();
         self.lock(alive)?;
@@ -284,7 +284,11 @@ impl Ring {
     }
 
     /// The receiver: waits for the next message and hands its slot to `read`, then frees it.
-    pub fn recv<R>(&self, alive: Alive<'_>, read: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
+    pub(super) fn recv<R>(
+        &self,
+        alive: Alive<'_>,
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error> {
         let h = self.header();
         // Only the receiver writes tail.
         let tail = h.tail.0.load(Ordering::Relaxed);
@@ -304,7 +308,7 @@ impl Ring {
     }
 
     /// Messages published but not yet received.
-    pub fn pending(&self) -> u64 {
+    pub(super) fn pending(&self) -> u64 {
         let h = self.header();
         h.head
             .0

@@ -25,12 +25,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Slots for `-O nbuf`.
-pub fn slots(nbuf: usize) -> usize {
+pub(crate) fn slots(nbuf: usize) -> usize {
     nbuf.max(1)
 }
 
 /// One run, receiving in this process.
-pub fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
+pub(crate) fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
     let shape = Shape {
         size: spec.size,
         slots: slots(spec.nbuf),
@@ -70,14 +70,14 @@ pub fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
 }
 
 /// Pins the calling thread to the first CPU, returning what restores its mask.
-pub fn pin_receiver(cpus: &Cpus) -> Result<affinity::Restore, Error> {
+pub(crate) fn pin_receiver(cpus: &Cpus) -> Result<affinity::Restore, Error> {
     let restore = affinity::Restore::save().map_err(|e| usage!("--pin: {e}"))?;
     affinity::pin_current(cpus.nth(0)).map_err(|e| usage!("--pin: {e}"))?;
     Ok(restore)
 }
 
 /// The peer: maps the ring from stdin and runs the senders.
-pub fn peer(args: &[String]) -> Result<(), Error> {
+pub(crate) fn peer(args: &[String]) -> Result<(), Error> {
     if !args.is_empty() {
         return Err(usage!("unexpected arguments {args:?}"));
     }
@@ -141,7 +141,7 @@ pub fn peer(args: &[String]) -> Result<(), Error> {
 }
 
 /// The largest ring `-O` and `-S` may ask for.
-pub fn check_ring(nbuf: u64, size: u64) -> Result<(), String> {
+pub(crate) fn check_ring(nbuf: u64, size: u64) -> Result<(), String> {
     let bytes = (nbuf.max(1)).saturating_mul(size);
     if bytes > ring::MAX_BYTES {
         return Err(format!(

@@ -47,7 +47,7 @@ fn sigset() -> libc::sigset_t {
 /// The sweep calls this on the main thread before it starts any thread, because a process
 /// signal goes to any thread that does not block it, and its default action would end the
 /// process.
-pub fn block() -> Result<(), Error> {
+pub(crate) fn block() -> Result<(), Error> {
     let set = sigset();
     // SAFETY: `set` is a valid sigset_t; the old mask is not wanted.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
@@ -108,7 +108,7 @@ fn receive(from: libc::pid_t, alive: Alive<'_>) -> Result<u64, Error> {
 }
 
 /// One run: N round trips with the peer.
-pub fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
+pub(crate) fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
     if spec.senders != 1 || spec.size != record::TAG {
         return Err(usage!(
             "--via signal ping-pongs one value between two processes: it needs -M 1 and -S 8"
@@ -146,7 +146,7 @@ pub fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
 }
 
 /// The peer: `N CPU` (CPU: where to pin, or `-`). Echoes N signals, checking their order.
-pub fn peer(args: &[String]) -> Result<(), Error> {
+pub(crate) fn peer(args: &[String]) -> Result<(), Error> {
     let (n, cpu) = match args {
         [n, cpu] => (
             n.parse::<u64>().map_err(|_| usage!("bad count `{n}`"))?,

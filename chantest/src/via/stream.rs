@@ -37,7 +37,7 @@ const READ_BYTES: usize = 64 << 10;
 
 /// Which byte stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     /// `pipe2(2)`.
     Pipe,
     /// `socketpair(AF_UNIX, SOCK_STREAM)`.
@@ -74,7 +74,7 @@ impl Kind {
     }
 
     /// Whether `senders` writers of `size`-byte messages must take turns (see the module docs).
-    pub fn writers_take_turns(self, senders: usize, size: usize) -> bool {
+    pub(super) fn writers_take_turns(self, senders: usize, size: usize) -> bool {
         senders > 1
             && match self {
                 Kind::Pipe => size > libc::PIPE_BUF,
@@ -101,7 +101,7 @@ impl Writer {
 }
 
 /// One run over `kind`.
-pub fn run(kind: Kind, spec: &Spec<'_>) -> Result<Sample, Error> {
+pub(super) fn run(kind: Kind, spec: &Spec<'_>) -> Result<Sample, Error> {
     let (m, n, size) = (spec.senders, spec.per_sender, spec.size);
     let (mut reader, file) = kind
         .open()
