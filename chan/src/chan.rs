@@ -63,10 +63,15 @@ impl Role {
 /// the other's value (C++20 [atomics.fences]; `tests/miri.rs` checks it natively and under
 /// Miri, `tests/loom.rs` exhaustively). The fence costs the readers; the writers keep a plain Release store, on a cache line the
 /// lock has just written anyway.
-const LEN: u64 = u32::MAX as u64;
-const SENDERS: u64 = 1 << 32;
-const RECEIVERS: u64 = 1 << 33;
-const CLOSED: u64 = 1 << 34;
+///
+/// The flags sit in the top bits, so that no backlog an unbounded channel can hold in memory
+/// reaches them: the count needs no clamping on the hot path.
+const LEN: u64 = (1 << 61) - 1;
+const SENDERS: u64 = 1 << 61;
+const RECEIVERS: u64 = 1 << 62;
+const CLOSED: u64 = 1 << 63;
+/// The largest bounded capacity (the limit `Chan::new` has always had).
+const MAX_CAP: usize = u32::MAX as usize;
 
 /// The capacity of an unbounded channel.
 const UNBOUNDED: usize = usize::MAX;
@@ -181,22 +186,24 @@ impl<T, W: locks::Waiter> State<T, W> {
     pub(crate) fn try_recv(&mut self) -> Option<(T, Option<Wake<W>>)> {
         // A queued sender means the buffer was full (or there is none).
         match self.buf.pop_front() {
-            Some(v) if self.sendq.is_empty() => {
-                if self.buf.capacity() > RESERVE && self.buf.len() < self.buf.capacity() / 4 {
+            Some(v) if self.sendq.is_empty() => Some((v, None)),
+            Some(v) => Some((v, self.refill())),
+            None if self.sendq.is_empty() => {
+                // Drained: a backlog's memory goes back now (here, off the path that takes
+                // values, where even this test would cost every receive).
+                if self.buf.capacity() > RESERVE {
                     self.give_back_memory();
                 }
-                Some((v, None))
+                None
             }
-            Some(v) => Some((v, self.refill())),
-            None if self.sendq.is_empty() => None,
             None => self.take_from_sender(),
         }
     }
 
-    /// A backlog has mostly drained: halve the buffer's allocation, down to [`RESERVE`].
+    /// A backlog has drained: give its memory back, keeping [`RESERVE`] slots.
     #[cold]
     fn give_back_memory(&mut self) {
-        self.buf.shrink_to((self.buf.capacity() / 2).max(RESERVE));
+        self.buf.shrink_to(RESERVE);
     }
 
     /// Moves the first waiting sender's value into the slot a receive just freed.
@@ -296,7 +303,7 @@ impl<T, W: locks::Waiter> State<T, W> {
 
     #[inline]
     fn summary(&self) -> u64 {
-        (self.buf.len() as u64).min(LEN) | self.flags
+        self.buf.len() as u64 | self.flags
     }
 }
 
@@ -442,7 +449,7 @@ impl<T, L: Strategy> Chan<T, L> {
     }
 
     /// An unbounded channel: `send` never waits (memory grows with the backlog, and is given
-    /// back as it drains), and [`capacity`](Self::capacity) is `usize::MAX`.
+    /// back once a receive finds it drained), and [`capacity`](Self::capacity) is `usize::MAX`.
     ///
     /// ```
     /// let c: chan::Chan<u32> = chan::Chan::unbounded();
@@ -461,10 +468,7 @@ impl<T, L: Strategy> Chan<T, L> {
 
     fn with_lock(nbuf: usize, lock: LockRef<L>) -> Self {
         // A capacity this large is a mistake (`usize::MAX` included: `unbounded` says it).
-        assert!(
-            nbuf as u64 <= LEN,
-            "channel capacity {nbuf} exceeds u32::MAX"
-        );
+        assert!(nbuf <= MAX_CAP, "channel capacity {nbuf} exceeds u32::MAX");
         Self::build(nbuf, lock)
     }
 
@@ -748,11 +752,7 @@ impl<T, L: Strategy> Chan<T, L> {
 
     /// How many values are buffered.
     pub fn len(&self) -> usize {
-        match (self.shared.summary() & LEN) as usize {
-            // The summary's count saturates (an unbounded channel's backlog can exceed it).
-            n if n as u64 == LEN => self.shared.lock().buf.len(),
-            n => n,
-        }
+        (self.shared.summary() & LEN) as usize
     }
 
     /// Drops what is buffered, outside the lock (the last receiver has gone, so nothing can
