@@ -186,22 +186,22 @@ impl<T, W: locks::Waiter> State<T, W> {
     pub(crate) fn try_recv(&mut self) -> Option<(T, Option<Wake<W>>)> {
         // A queued sender means the buffer was full (or there is none).
         match self.buf.pop_front() {
-            Some(v) if self.sendq.is_empty() => Some((v, None)),
-            Some(v) => Some((v, self.refill())),
-            None if self.sendq.is_empty() => {
-                // Drained: a backlog's memory goes back now (here, off the path that takes
-                // values, where even this test would cost every receive).
-                if self.buf.capacity() > RESERVE {
+            Some(v) if self.sendq.is_empty() => {
+                if self.buf.is_empty() && self.buf.capacity() > RESERVE {
+                    // Drained: a backlog's memory goes back.
                     self.give_back_memory();
                 }
-                None
+                Some((v, None))
             }
+            Some(v) => Some((v, self.refill())),
+            None if self.sendq.is_empty() => None,
             None => self.take_from_sender(),
         }
     }
 
     /// A backlog has drained: give its memory back, keeping [`RESERVE`] slots.
     #[cold]
+    #[inline(never)] // keeps the allocator's code out of the receive path
     fn give_back_memory(&mut self) {
         self.buf.shrink_to(RESERVE);
     }
@@ -449,7 +449,7 @@ impl<T, L: Strategy> Chan<T, L> {
     }
 
     /// An unbounded channel: `send` never waits (memory grows with the backlog, and is given
-    /// back once a receive finds it drained), and [`capacity`](Self::capacity) is `usize::MAX`.
+    /// back once it drains), and [`capacity`](Self::capacity) is `usize::MAX`.
     ///
     /// ```
     /// let c: chan::Chan<u32> = chan::Chan::unbounded();
