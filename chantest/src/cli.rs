@@ -255,19 +255,19 @@ fn threshold(s: &str) -> Result<f64, String> {
 pub(crate) fn parse() -> Result<Args, Error> {
     Args::try_parse().map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
-        _ => usage!("{}", one_line(&e.to_string())),
+        _ => usage!("{}", one_line(&e.to_string(), "--help")),
     })
 }
 
 /// Clap's multi-line error as one line: its first, without the `error: ` prefix, and with
-/// the pointer to `--help` it would have printed below.
-fn one_line(message: &str) -> String {
+/// the pointer to `help` (the command's `--help`) it would have printed below.
+pub(crate) fn one_line(message: &str, help: &str) -> String {
     let first = message
         .lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("invalid arguments");
     let first = first.trim().trim_start_matches("error: ");
-    format!("{first} (try --help)")
+    format!("{first} (try {help})")
 }
 
 /// What to do, once the flags have been checked.
@@ -513,7 +513,8 @@ mod tests {
     }
 
     fn args(line: &str) -> Result<Args, String> {
-        Args::try_parse_from(line.split_whitespace()).map_err(|e| one_line(&e.to_string()))
+        Args::try_parse_from(line.split_whitespace())
+            .map_err(|e| one_line(&e.to_string(), "--help"))
     }
 
     #[test]

@@ -117,34 +117,9 @@ macro_rules! dyn_lock {
             }
         }
 
-        // SAFETY: every variant is a lock that provides mutual exclusion; the variant never
+        // Every variant is a lock that provides mutual exclusion, and the variant never
         // changes after construction, so each operation reaches the same lock.
-        unsafe impl lock_api::RawMutex for DynLock {
-            #[allow(clippy::declare_interior_mutable_const)]
-            const INIT: Self = DynLock::new(Backend::DEFAULT);
-            type GuardMarker = lock_api::GuardSend;
-
-            #[inline]
-            fn lock(&self) {
-                Strategy::lock(self)
-            }
-
-            #[inline]
-            fn try_lock(&self) -> bool {
-                Strategy::try_lock(self)
-            }
-
-            #[inline]
-            unsafe fn unlock(&self) {
-                // SAFETY: forwarded from our caller, who holds the lock.
-                unsafe { Strategy::unlock(self) }
-            }
-
-            #[inline]
-            fn is_locked(&self) -> bool {
-                Strategy::is_locked(self)
-            }
-        }
+        forward_raw_mutex!(DynLock, DynLock::new(Backend::DEFAULT));
 
         // SAFETY: every variant is a `Strategy`, so provides mutual exclusion with a
         // non-unwinding unlock; the variant never changes after construction, so each

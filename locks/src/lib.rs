@@ -92,6 +92,44 @@ macro_rules! raw_mutex_timed {
     };
 }
 
+/// `lock_api::RawMutex` for a [`Strategy`] type, forwarding to it, with `INIT` as given.
+///
+/// `lock_api` needs a `const INIT`, which loom's atomics cannot provide, so these impls exist
+/// only in real builds; the models drive the same code through [`Strategy`].
+#[cfg(not(loom))]
+macro_rules! forward_raw_mutex {
+    ($t:ty, $init:expr) => {
+        // SAFETY: forwards to the `Strategy` impl, whose safety contract is mutual exclusion.
+        unsafe impl lock_api::RawMutex for $t {
+            #[allow(clippy::declare_interior_mutable_const)]
+            const INIT: Self = $init;
+            // Unlocking on another thread is fine: none of these locks records its owner.
+            type GuardMarker = lock_api::GuardSend;
+
+            #[inline]
+            fn lock(&self) {
+                Strategy::lock(self)
+            }
+
+            #[inline]
+            fn try_lock(&self) -> bool {
+                Strategy::try_lock(self)
+            }
+
+            #[inline]
+            unsafe fn unlock(&self) {
+                // SAFETY: our caller holds the lock.
+                unsafe { Strategy::unlock(self) }
+            }
+
+            #[inline]
+            fn is_locked(&self) -> bool {
+                Strategy::is_locked(self)
+            }
+        }
+    };
+}
+
 mod adaptive;
 mod backend;
 #[cfg(not(loom))]
@@ -122,39 +160,11 @@ pub type Mutex<R, T> = lock_api::Mutex<R, T>;
 /// The guard of a [`Mutex`].
 pub type MutexGuard<'a, R, T> = lock_api::MutexGuard<'a, R, T>;
 
-/// `lock_api` needs a `const INIT`, which loom's atomics cannot provide, so these impls exist
-/// only in real builds; the models drive the same code through [`Strategy`].
+/// The table's rows through [`forward_raw_mutex!`], each starting from its default parameters.
 #[cfg(not(loom))]
 macro_rules! raw_mutex {
     ($($(#[$doc:meta])* $variant:ident($t:ty, $params:ty, $waiter:ty)),+ $(,)?) => {$(
-        // SAFETY: forwards to the `Strategy` impl, whose safety contract is mutual exclusion.
-        unsafe impl lock_api::RawMutex for $t {
-            #[allow(clippy::declare_interior_mutable_const)]
-            const INIT: Self = <$t>::from_params(<$params>::DEFAULT);
-            // Unlocking on another thread is fine: none of these locks records its owner.
-            type GuardMarker = lock_api::GuardSend;
-
-            #[inline]
-            fn lock(&self) {
-                Strategy::lock(self)
-            }
-
-            #[inline]
-            fn try_lock(&self) -> bool {
-                Strategy::try_lock(self)
-            }
-
-            #[inline]
-            unsafe fn unlock(&self) {
-                // SAFETY: our caller holds the lock.
-                unsafe { Strategy::unlock(self) }
-            }
-
-            #[inline]
-            fn is_locked(&self) -> bool {
-                Strategy::is_locked(self)
-            }
-        }
+        forward_raw_mutex!($t, <$t>::from_params(<$params>::DEFAULT));
     )+};
 }
 

@@ -62,18 +62,11 @@ pub(super) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, Er
     let argv = std::iter::once(OsString::from("chantest soak")).chain(args);
     Args::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
-        _ => usage!("soak: {}", one_line(&e.to_string())),
+        _ => usage!(
+            "soak: {}",
+            crate::cli::one_line(&e.to_string(), "chantest soak --help")
+        ),
     })
-}
-
-/// Clap's multi-line error as one line, pointing to `--help`.
-fn one_line(message: &str) -> String {
-    let first = message
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid arguments");
-    let first = first.trim().trim_start_matches("error: ");
-    format!("{first} (try chantest soak --help)")
 }
 
 /// `500ms`, `10s`, `1.5s`, `10m`, `1h`; a bare number is seconds.
