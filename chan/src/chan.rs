@@ -1,11 +1,11 @@
 //! The channel: a buffer and two queues of blocked parties behind one lock of type `L`.
 
 use crate::error::*;
+use crate::ring::Ring;
 use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering::*};
 use crate::waitq::{Abandon, Context, Node, WaitQueue, Wake};
 use locks::{Adaptive, Strategy};
 use std::cell::UnsafeCell;
-use std::collections::VecDeque;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -61,8 +61,8 @@ impl Role {
 /// (`a.send(1); b.nbrecv()` against `b.send(1); a.nbrecv()`, both `Empty`: store buffering).
 /// With a fence before every such load, two fences order the two threads, so one of them sees
 /// the other's value (C++20 [atomics.fences]; `tests/miri.rs` checks it natively and under
-/// Miri, `tests/loom.rs` exhaustively). The fence costs the readers; the writers keep a plain Release store, on a cache line the
-/// lock has just written anyway.
+/// Miri, `tests/loom.rs` exhaustively). The fence costs the readers; the writers keep a plain
+/// Release store, on a cache line the lock has just written anyway.
 ///
 /// The flags sit in the top bits, so that no backlog an unbounded channel can hold in memory
 /// reaches them: the count needs no clamping on the hot path.
@@ -124,7 +124,7 @@ impl<L> LockRef<L> {
 /// goes through a method here that also brings `flags` up to date.
 #[repr(C)] // hot fields first, after `Shared`'s: see there
 pub(crate) struct State<T, W> {
-    buf: VecDeque<T>,
+    buf: Ring<T>,
     /// The summary's `SENDERS`, `RECEIVERS` and `CLOSED` bits, kept current by every method
     /// that changes the queues or closes, so that publishing is an OR rather than three tests.
     flags: u64,
@@ -162,39 +162,62 @@ impl<T, W: locks::Waiter> State<T, W> {
     /// Completes a send now if it can: straight into a waiting receiver, else into the buffer.
     #[inline]
     pub(crate) fn try_send(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
-        if !self.recvq.is_empty() {
-            match self.recvq.claim(false) {
-                Some((r, w)) => {
-                    // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
-                    unsafe { r.put(v) };
-                    self.sync_flags();
-                    return Ok(Some(w));
-                }
-                None => self.sync_flags(),
-            }
+        if self.flags & RECEIVERS != 0 {
+            return self.send_to_receiver(v);
         }
+        self.buffer(v).map(|()| None)
+    }
+
+    /// Appends `v` to the buffer if there is room.
+    #[inline]
+    fn buffer(&mut self, v: T) -> Result<(), T> {
         if self.buf.len() < self.cap {
-            self.buf.push_back(v);
-            return Ok(None);
+            self.buf.push(v);
+            return Ok(());
         }
         Err(v)
+    }
+
+    /// Hands `v` to the first waiting receiver, or buffers it if every queued one turns out
+    /// to have given up. Kept out of line: the common send finds nobody waiting, and this
+    /// code would only cost it registers.
+    #[inline(never)]
+    fn send_to_receiver(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
+        match self.recvq.claim(false) {
+            Some((r, w)) => {
+                // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
+                unsafe { r.put(v) };
+                self.sync_flags();
+                Ok(Some(w))
+            }
+            None => {
+                self.sync_flags();
+                self.buffer(v).map(|()| None)
+            }
+        }
     }
 
     /// Completes a receive now if it can: from the buffer (refilling it from the first waiting
     /// sender, as Plan 9 does), else straight from a waiting sender.
     #[inline]
     pub(crate) fn try_recv(&mut self) -> Option<(T, Option<Wake<W>>)> {
-        // A queued sender means the buffer was full (or there is none).
-        match self.buf.pop_front() {
-            Some(v) if self.sendq.is_empty() => {
-                if self.buf.is_empty() && self.buf.capacity() > RESERVE {
-                    // Drained: a backlog's memory goes back.
-                    self.give_back_memory();
-                }
-                Some((v, None))
-            }
+        if self.flags & SENDERS != 0 {
+            return self.recv_with_senders();
+        }
+        let v = self.buf.pop()?;
+        if self.buf.is_empty() && self.buf.capacity() > RESERVE {
+            // Drained: a backlog's memory goes back.
+            self.give_back_memory();
+        }
+        Some((v, None))
+    }
+
+    /// A receive while senders are queued, which means the buffer is full (or there is
+    /// none). Out of line for the same reason as `send_to_receiver`.
+    #[inline(never)]
+    fn recv_with_senders(&mut self) -> Option<(T, Option<Wake<W>>)> {
+        match self.buf.pop() {
             Some(v) => Some((v, self.refill())),
-            None if self.sendq.is_empty() => None,
             None => self.take_from_sender(),
         }
     }
@@ -209,10 +232,9 @@ impl<T, W: locks::Waiter> State<T, W> {
     /// Moves the first waiting sender's value into the slot a receive just freed.
     fn refill(&mut self) -> Option<Wake<W>> {
         let claimed = self.sendq.claim(false).map(|(s, w)| {
-            // SAFETY: we claimed `s` under the lock, so its slot is ours. (`push_back`, not
-            // `extend`: the generic extend of an `Option` costs dozens of instructions.)
+            // SAFETY: we claimed `s` under the lock, so its slot is ours.
             if let Some(v) = unsafe { s.take() } {
-                self.buf.push_back(v);
+                self.buf.push(v);
             }
             w
         });
@@ -319,14 +341,14 @@ impl<T, W> Drop for State<T, W> {
 }
 
 /// Drops every value, each on its own, so that one panicking `Drop` neither leaks the rest
-/// nor aborts the process by panicking again inside `VecDeque`'s drop; the first panic then
+/// nor aborts the process by panicking again inside the ring's drop; the first panic then
 /// goes on (later ones are discarded).
-fn drop_each<T>(mut buf: VecDeque<T>) {
+fn drop_each<T>(mut buf: Ring<T>) {
     if !std::mem::needs_drop::<T>() {
         return;
     }
     let mut first = None;
-    while let Some(v) = buf.pop_front() {
+    while let Some(v) = buf.pop() {
         if let Err(p) = catch_unwind(AssertUnwindSafe(|| drop(v))) {
             first.get_or_insert(p);
         }
@@ -479,7 +501,7 @@ impl<T, L: Strategy> Chan<T, L> {
                 state: UnsafeCell::new(State {
                     // Reserve up front (bounded, so that a huge capacity costs nothing until
                     // used): a send should not allocate while holding the lock.
-                    buf: VecDeque::with_capacity(nbuf.min(RESERVE)),
+                    buf: Ring::with_capacity(nbuf.min(RESERVE)),
                     cap: nbuf,
                     flags: 0,
                     sendq: WaitQueue::new(),
@@ -613,6 +635,20 @@ impl<T, L: Strategy> Chan<T, L> {
             }
         }
         let mut st = sh.lock();
+        // The common case, written out so that it compiles to a short path that keeps to
+        // registers: open, no receiver waiting (no flags: a queued sender implies a full
+        // buffer), room within the capacity and within the ring's memory.
+        if st.flags == 0 && st.buf.len() < st.cap && !st.buf.is_full() {
+            st.buf.push(v);
+            return Ok(());
+        }
+        self.send_locked(st, v, wait)
+    }
+
+    /// A send that found the lock's state other than the common case: closed, a receiver
+    /// waiting, or no room.
+    #[inline(never)]
+    fn send_locked(&self, mut st: Locked<'_, T, L>, v: T, wait: Wait) -> Result<(), Fail<T>> {
         if st.is_closed() {
             drop(st);
             return Err(Fail::Closed(v));
@@ -679,6 +715,23 @@ impl<T, L: Strategy> Chan<T, L> {
             }
         }
         let mut st = sh.lock();
+        // The common case written out, as in `send_impl`: no sender queued (which would mean
+        // a full buffer to refill) and a value buffered.
+        if st.flags & SENDERS == 0 {
+            if let Some(v) = st.buf.pop() {
+                if st.buf.is_empty() && st.buf.capacity() > RESERVE {
+                    st.give_back_memory();
+                }
+                return Ok(v);
+            }
+        }
+        self.recv_locked(st, wait)
+    }
+
+    /// A receive that found the lock's state other than the common case: nothing buffered,
+    /// or a sender waiting.
+    #[inline(never)]
+    fn recv_locked(&self, mut st: Locked<'_, T, L>, wait: Wait) -> Result<T, RecvFail> {
         if let Some((v, w)) = st.try_recv() {
             drop(st);
             wake(w);

@@ -48,6 +48,7 @@ mod error;
 mod global;
 mod iter;
 mod macros;
+mod ring;
 mod rng;
 mod sync;
 mod waitq;
