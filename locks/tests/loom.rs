@@ -54,6 +54,7 @@ fn adaptive_exclusion() {
         || {
             Adaptive::new(AdaptiveParams {
                 spin_ns: 1000,
+                wait_spin_ns: 1000,
                 yield_ns: 1000,
             })
         },
@@ -63,6 +64,7 @@ fn adaptive_exclusion() {
         || {
             Adaptive::new(AdaptiveParams {
                 spin_ns: 0,
+                wait_spin_ns: 0,
                 yield_ns: 0,
             })
         },
