@@ -179,9 +179,9 @@ impl<T, W: locks::Waiter> State<T, W> {
     }
 
     /// Hands `v` to the first waiting receiver, or buffers it if every queued one turns out
-    /// to have given up. Kept out of line: the common send finds nobody waiting, and this
-    /// code would only cost it registers.
-    #[inline(never)]
+    /// to have given up. (Inlined: its callers are already off the common path, which
+    /// `Chan::send_impl` writes out for itself.)
+    #[inline]
     fn send_to_receiver(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
         match self.recvq.claim(false) {
             Some((r, w)) => {
@@ -213,8 +213,8 @@ impl<T, W: locks::Waiter> State<T, W> {
     }
 
     /// A receive while senders are queued, which means the buffer is full (or there is
-    /// none). Out of line for the same reason as `send_to_receiver`.
-    #[inline(never)]
+    /// none).
+    #[inline]
     fn recv_with_senders(&mut self) -> Option<(T, Option<Wake<W>>)> {
         match self.buf.pop() {
             Some(v) => Some((v, self.refill())),
