@@ -681,7 +681,11 @@ impl<T, L: Strategy> Chan<T, L> {
         deadline: Option<Instant>,
     ) -> Result<(), Fail<T>> {
         let sh = &*self.shared;
-        let ctx = Context::new(st.lock.waiter());
+        // First in line: served by the next receive, which may be only nanoseconds away.
+        let ctx = Context::new(match st.flags & SENDERS {
+            0 => st.lock.first_waiter(),
+            _ => st.lock.waiter(),
+        });
         let node = Node::new(Some(v));
         node.bind(&ctx, 0);
         // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
@@ -759,7 +763,10 @@ impl<T, L: Strategy> Chan<T, L> {
         deadline: Option<Instant>,
     ) -> Result<T, RecvFail> {
         let sh = &*self.shared;
-        let ctx = Context::new(st.lock.waiter());
+        let ctx = Context::new(match st.flags & RECEIVERS {
+            0 => st.lock.first_waiter(),
+            _ => st.lock.waiter(),
+        });
         let node = Node::new(None);
         node.bind(&ctx, 0);
         // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if

@@ -24,9 +24,10 @@ pub struct AdaptiveParams {
     /// How long a locker that finds the lock held spins (PAUSE-hinted loads) before yielding,
     /// in nanoseconds; 0 never spins. Skipped when the process may run on only one CPU.
     pub spin_ns: u32,
-    /// The same for a [`AdaptiveWaiter`]: how long a blocked channel operation spins before
-    /// yielding. Kept apart from `spin_ns` because the waits differ: a lock is held for tens
-    /// of nanoseconds, while a blocked sender waits for a partner to come along.
+    /// The same for an [`AdaptiveWaiter`] that is first in line
+    /// ([`Strategy::first_waiter`]): how long a blocked channel operation that will be served
+    /// next spins before yielding. Waiters further back never spin: with more blocked threads
+    /// than CPUs, spinning ones would take the CPU from the thread they wait for.
     pub wait_spin_ns: u32,
     /// How long to keep calling `sched_yield` after spinning, before sleeping on the futex,
     /// in nanoseconds; 0 never yields.
@@ -39,14 +40,17 @@ impl AdaptiveParams {
     /// A futex sleep and wake costs about 14 us there and a `sched_yield` about 0.2 us, so
     /// watching the word between yields for 20 us before sleeping catches nearly every
     /// channel hand-off without a sleep (with a 5 us budget, rendezvous O=0 M=1 went from
-    /// 347 to 1660 ns per message as 7.5 % of messages slept). PAUSE-spinning first did not
-    /// pay on that machine: in all four of erik's cells each extra 150 ns of spin budget made
-    /// a message 20-60 ns slower than yielding at once (O=10 M=1: 130, 165, 185 ns for 0,
-    /// 150, 300 ns of spin), so the default is 0 and the knob stays for machines where a
-    /// running partner answers within a spin.
+    /// 347 to 1660 ns per message as 7.5 % of messages slept). PAUSE-spinning every waiter
+    /// and locker first did not pay on that machine: in all four of erik's cells each extra
+    /// 150 ns of spin budget made a message 20-60 ns slower than yielding at once (O=10 M=1:
+    /// 130, 165, 185 ns for 0, 150, 300 ns of spin), so `spin_ns` is 0. Letting only the
+    /// waiter first in line spin is another matter: it is the one a partner serves next, and
+    /// a rendezvous on two CPUs answered within the spin instead of a yield (O=0 M=1: 819 ->
+    /// 492 ns per message, O=0 M=8: 1547 -> 423), while O=10 M=8, where spinning every waiter
+    /// cost 65 %, stayed within 7 % (505 -> 539).
     pub const DEFAULT: AdaptiveParams = AdaptiveParams {
         spin_ns: 0,
-        wait_spin_ns: 0,
+        wait_spin_ns: 2_000,
         yield_ns: 20_000,
     };
 }
@@ -258,7 +262,16 @@ unsafe impl Strategy for Adaptive {
         self.params
     }
 
+    /// A waiter that yields, then sleeps, and never spins.
     fn waiter(&self) -> AdaptiveWaiter {
+        AdaptiveWaiter::new(AdaptiveParams {
+            wait_spin_ns: 0,
+            ..self.params
+        })
+    }
+
+    /// A waiter that spins for [`AdaptiveParams::wait_spin_ns`] first.
+    fn first_waiter(&self) -> AdaptiveWaiter {
         AdaptiveWaiter::new(self.params)
     }
 

@@ -143,6 +143,12 @@ macro_rules! dyn_lock {
                 }
             }
 
+            fn first_waiter(&self) -> DynWaiter {
+                match self {
+                    $(DynLock::$variant(l) => DynWaiter::$variant(Strategy::first_waiter(l)),)+
+                }
+            }
+
             #[inline]
             fn lock(&self) {
                 match self {

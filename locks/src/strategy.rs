@@ -31,6 +31,14 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
     fn params(&self) -> Self::Params;
     /// A fresh, unsignalled waiter that waits the way this lock does.
     fn waiter(&self) -> Self::Waiter;
+    /// A waiter for a thread that is first in line, whose partner is likely to come along
+    /// within a few hundred nanoseconds (in `chan`: the only blocked sender, or receiver, of a
+    /// channel). A strategy may let it spin where a thread further back would only yield:
+    /// spinning costs a CPU, so it pays only for the one waiter that is served next. The
+    /// default is [`waiter`](Self::waiter).
+    fn first_waiter(&self) -> Self::Waiter {
+        self.waiter()
+    }
 
     /// Acquires the lock, waiting as long as it takes.
     fn lock(&self);
