@@ -132,6 +132,10 @@ fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
     s
 }
 
+/// How many times a locker that has not slept may find the lock free and lose it to another
+/// before it marks the word CONTENDED and prepares to sleep.
+const LOST_RACES: u32 = 4;
+
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
 const CONTENDED: u32 = 2;
@@ -201,14 +205,27 @@ impl Adaptive {
     fn lock_contended_until(&self, deadline: Option<Instant>) -> bool {
         count!(contended);
         let p = self.params;
-        let mut s = wait_while(&self.state, LOCKED, p.spin_ns, p.yield_ns);
-        if s == UNLOCKED {
+        // Until it has slept, a locker takes the lock as plain LOCKED: whoever woke a sleeper
+        // left that sleeper to mark the word CONTENDED again, so no sleeper goes unseen. A
+        // race lost to another locker sends it back to watching, a few times, rather than
+        // straight to marking the word, which would cost the winner a futex wake at unlock.
+        let mut s;
+        let mut races = 0;
+        loop {
+            s = wait_while(&self.state, LOCKED, p.spin_ns, p.yield_ns);
+            if s != UNLOCKED {
+                break;
+            }
             match self
                 .state
                 .compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed)
             {
                 Ok(_) => return true,
                 Err(now) => s = now,
+            }
+            races += 1;
+            if races == LOST_RACES {
+                break;
             }
         }
         loop {
