@@ -237,8 +237,14 @@ fn semaphore_many_producers_many_consumers() {
 
 fn waiters<S: Strategy>(params: S::Params) {
     let lock = S::with_params(params);
+    // Both kinds: a waiter further back, and one first in line (which may spin first).
+    waiters_made_by(&lock, S::waiter);
+    waiters_made_by(&lock, S::first_waiter);
+}
+
+fn waiters_made_by<S: Strategy>(lock: &S, new: fn(&S) -> S::Waiter) {
     // Signalled before anyone waits.
-    let w = lock.waiter();
+    let w = new(lock);
     assert!(!w.is_signalled());
     // SAFETY: `w` is live and signalled once.
     unsafe { S::Waiter::signal(&w) };
@@ -247,14 +253,14 @@ fn waiters<S: Strategy>(params: S::Params) {
     assert!(w.wait_until(Instant::now()));
 
     // Timing out, then being signalled after all.
-    let w = lock.waiter();
+    let w = new(lock);
     assert!(!w.wait_until(Instant::now() + Duration::from_millis(2)));
     unsafe { S::Waiter::signal(&w) };
     w.wait();
 
     // Signalled from another thread, many times over, with the waiter dying right after.
     for _ in 0..common::scaled(2000, 20) {
-        let w = lock.waiter();
+        let w = new(lock);
         let addr = &w as *const S::Waiter as usize;
         let t = thread::spawn(move || {
             // SAFETY: the main thread does not free `w` before `wait` returns, which it
@@ -268,9 +274,10 @@ fn waiters<S: Strategy>(params: S::Params) {
 
 #[test]
 fn waiters_spinning_before_the_futex() {
-    // PAUSE-spinning, then straight to the futex (the futex alone is `mutex::adaptive_futex`).
+    // PAUSE-spinning (the first in line), then straight to the futex (the futex alone is
+    // `mutex::adaptive_futex`).
     waiters::<Adaptive>(common::params::<Adaptive>(
-        "adaptive:spin_ns=2000:yield_ns=0",
+        "adaptive:wait_spin_ns=5000:yield_ns=0",
     ));
 }
 
