@@ -7,15 +7,16 @@
 #
 # For each implementation (IMPLS, default every one `grid --list` names) and cell (CELLS, O:M
 # pairs, default O=100, 10, 0 with M=1) it runs
-#   valgrind --tool=callgrind target/release/examples/grid --one IMPL -O o -M m -N n -W W
+#   taskset -c CPU valgrind --tool=callgrind target/release/examples/grid --one IMPL -O o -M m -N n -W W
 # with n = N1 and n = N2 (both after the same warm-up round of W values per sender) and reports
 #   (Ir(N2) - Ir(N1)) / (M x (N2 - N1)),
 # instructions per message, so that start-up, lock calibration, the warm-up round and thread
 # creation cancel out. Ir sums every thread: with M=1, the sender's and the receiver's
 # instructions per message together. Only user-space instructions count (libc included):
 # what the kernel does inside futex or sched_yield is invisible, only the syscall itself is
-# counted. Valgrind runs one thread at a time, so the threads take turns as on one CPU; where
-# a thread must wait for its partner, how often it spins, yields or sleeps still depends on
+# counted. Valgrind runs one thread at a time, so the threads take turns as on one CPU, and
+# the process is pinned to one (CPU, default 0) so that no implementation spins; where
+# a thread must wait for its partner, how often it yields or sleeps still depends on
 # when valgrind switches threads, so those counts vary a little from run to run (a few
 # percent; now and then a run of std or flume at O=10 differs by much more). Each pair is
 # therefore run REPEAT times (default 3) and the median shown; the largest spreads between
@@ -38,6 +39,10 @@ N1=${N1:-20000}
 N2=${N2:-40000}
 W=${W:-2000}
 REPEAT=${REPEAT:-3}
+# Valgrind runs one thread at a time anyway; pinning the process to one CPU makes the
+# implementations see that too (ours then never spin: a spin under valgrind counts the
+# instructions of waiting for a thread that cannot run, not of the channel).
+CPU=${CPU:-0}
 CELLS=${CELLS:-100:1 10:1 0:1}
 for v in N1 N2 REPEAT; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
@@ -63,7 +68,7 @@ start=$(date +%s)
 # Ir of one run: `--one $1 -O $2 -M $3 -N $4 -W $W` under callgrind.
 ir() {
     local f="$out/$1.O$2.M$3.N$4.out" line
-    line=$(valgrind -q --tool=callgrind --callgrind-out-file="$f" \
+    line=$(taskset -c "$CPU" valgrind -q --tool=callgrind --callgrind-out-file="$f" \
         "$bin" --one "$1" -O "$2" -M "$3" -N "$4" -W "$W") ||
         { echo "callgrind.sh: failed: valgrind --tool=callgrind $bin --one $1 -O $2 -M $3 -N $4 -W $W" >&2; exit 1; }
     [[ $line == impl=* ]] || { echo "callgrind.sh: unexpected output '$line'" >&2; exit 1; }

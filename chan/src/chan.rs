@@ -558,6 +558,7 @@ impl<T, L: Strategy> Chan<T, L> {
 
     /// Sends `v`, waiting while the channel is full (rendezvous: until a receiver takes it).
     /// Gives `v` back if the channel is or becomes closed.
+    #[inline]
     pub fn send(&self, v: T) -> Result<(), SendError<T>> {
         self.send_impl(v, Wait::Until(None)).map_err(|f| match f {
             Fail::Closed(v) | Fail::Full(v) | Fail::Timeout(v) => SendError(v),
@@ -566,6 +567,7 @@ impl<T, L: Strategy> Chan<T, L> {
 
     /// Sends `v` only if that can be done without waiting. On a rendezvous channel that means
     /// a receiver is already waiting.
+    #[inline]
     pub fn nbsend(&self, v: T) -> Result<(), TrySendError<T>> {
         self.send_impl(v, Wait::Never).map_err(|f| match f {
             Fail::Full(v) | Fail::Timeout(v) => TrySendError::Full(v),
@@ -594,12 +596,14 @@ impl<T, L: Strategy> Chan<T, L> {
 
     /// Receives a value, waiting while the channel is empty; fails once it is closed and
     /// drained.
+    #[inline]
     pub fn recv(&self) -> Result<T, RecvError> {
         self.recv_impl(Wait::Until(None)).map_err(|_| RecvError)
     }
 
     /// Receives a value only if one is there without waiting. On a rendezvous channel that
     /// means a sender is already waiting.
+    #[inline]
     pub fn nbrecv(&self) -> Result<T, TryRecvError> {
         self.recv_impl(Wait::Never).map_err(|f| match f {
             RecvFail::Empty => TryRecvError::Empty,

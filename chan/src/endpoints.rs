@@ -68,11 +68,13 @@ macro_rules! common {
 
 impl<T, L: Strategy> Sender<T, L> {
     /// See [`Chan::send`].
+    #[inline]
     pub fn send(&self, v: T) -> Result<(), SendError<T>> {
         self.0.send(v)
     }
 
     /// See [`Chan::nbsend`].
+    #[inline]
     pub fn nbsend(&self, v: T) -> Result<(), TrySendError<T>> {
         self.0.nbsend(v)
     }
@@ -92,11 +94,13 @@ impl<T, L: Strategy> Sender<T, L> {
 
 impl<T, L: Strategy> Receiver<T, L> {
     /// See [`Chan::recv`].
+    #[inline]
     pub fn recv(&self) -> Result<T, RecvError> {
         self.0.recv()
     }
 
     /// See [`Chan::nbrecv`].
+    #[inline]
     pub fn nbrecv(&self) -> Result<T, TryRecvError> {
         self.0.nbrecv()
     }
