@@ -27,6 +27,11 @@ pub struct AdaptiveParams {
     /// How long to keep calling `sched_yield` after spinning, before sleeping on the futex,
     /// in nanoseconds; 0 never yields.
     pub yield_ns: u32,
+    /// A test aid, not a tuning knob: busy-wait this many nanoseconds inside every critical
+    /// section (after the lock is taken), so that a known slowdown can be injected and a
+    /// regression test shown to catch it (`chantest --calibrate`). 0, the default, adds one
+    /// predictable branch on a field already in cache and nothing else.
+    pub hold_ns: u32,
 }
 
 impl AdaptiveParams {
@@ -43,6 +48,7 @@ impl AdaptiveParams {
     pub const DEFAULT: AdaptiveParams = AdaptiveParams {
         spin_ns: 0,
         yield_ns: 20_000,
+        hold_ns: 0,
     };
 }
 
@@ -61,19 +67,24 @@ impl fmt::Display for AdaptiveParams {
         if self.yield_ns != Self::DEFAULT.yield_ns {
             write!(f, ":yield_ns={}", self.yield_ns)?;
         }
+        if self.hold_ns != Self::DEFAULT.hold_ns {
+            write!(f, ":hold_ns={}", self.hold_ns)?;
+        }
         Ok(())
     }
 }
 
 impl Params for AdaptiveParams {
-    const KEYS: &'static [&'static str] = &["spin_ns", "yield_ns"];
+    const KEYS: &'static [&'static str] = &["spin_ns", "yield_ns", "hold_ns"];
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "spin_ns" => self.spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             "yield_ns" => self.yield_ns = parse_num(key, value, 1_000_000_000)? as u32,
+            // Capped at 1 ms: a longer hold only makes a test aid into a hang.
+            "hold_ns" => self.hold_ns = parse_num(key, value, 1_000_000)? as u32,
             _ => {
                 return Err(format!(
-                    "unknown parameter `{key}` for adaptive (valid: spin_ns, yield_ns)"
+                    "unknown parameter `{key}` for adaptive (valid: spin_ns, yield_ns, hold_ns)"
                 ))
             }
         }
@@ -111,6 +122,17 @@ fn wait_while(word: &AtomicU32, busy: u32, p: AdaptiveParams) -> u32 {
     s
 }
 
+/// Busy-waits `ns` nanoseconds: [`AdaptiveParams::hold_ns`], the injected slowdown. Out of
+/// line and cold so that the lock's fast path keeps its shape when it is 0.
+#[cold]
+#[inline(never)]
+fn hold(ns: u32) {
+    let budget = Budget::start(ns);
+    while !budget.spent() {
+        spin_hint();
+    }
+}
+
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
 const CONTENDED: u32 = 2;
@@ -122,7 +144,7 @@ const CONTENDED: u32 = 2;
 /// let m = Mutex::<Adaptive, _>::new(0);
 /// *m.lock() += 1;
 /// // A lock that goes straight to the futex, for experiments:
-/// let m = Mutex::from_raw(Adaptive::new(AdaptiveParams { spin_ns: 0, yield_ns: 0 }), 0);
+/// let m = Mutex::from_raw(Adaptive::new(AdaptiveParams { spin_ns: 0, yield_ns: 0, hold_ns: 0 }), 0);
 /// assert_eq!(*m.lock(), 0);
 /// ```
 pub struct Adaptive {
@@ -254,6 +276,9 @@ unsafe impl Strategy for Adaptive {
             self.lock_contended();
         }
         count!(acquisitions);
+        if self.params.hold_ns != 0 {
+            hold(self.params.hold_ns);
+        }
     }
 
     #[inline]

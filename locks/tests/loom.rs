@@ -55,6 +55,7 @@ fn adaptive_exclusion() {
             Adaptive::new(AdaptiveParams {
                 spin_ns: 1000,
                 yield_ns: 1000,
+                hold_ns: 0,
             })
         },
         2,
@@ -64,6 +65,7 @@ fn adaptive_exclusion() {
             Adaptive::new(AdaptiveParams {
                 spin_ns: 0,
                 yield_ns: 0,
+                hold_ns: 0,
             })
         },
         3,
