@@ -11,11 +11,14 @@
 //! stress test under hostile conditions, which has flags of its own.
 
 mod affinity;
+mod against;
+mod calibrate;
 mod cli;
 mod error;
 mod grid;
 mod machine;
 mod measure;
+mod plan;
 mod plot;
 mod progress;
 mod report;
@@ -50,13 +53,27 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode, Error> {
     let setup = cli::parse()?.setup()?;
-    let measured = sweep::run(&setup.plan)?;
-    let mut results = Results::new(&setup.plan, measured, machine::Machine::describe());
-    match &setup.mode {
-        Mode::Sweep => {}
-        Mode::Baseline(old) => results.against_baseline(old, setup.threshold),
-        Mode::Compare => results.between_backends(setup.threshold),
-    }
+    let results = match &setup.mode {
+        Mode::Calibrate { cal, budget } => {
+            let text = calibrate::run(&setup.plan, cal, setup.threshold, *budget)?;
+            print(&text)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Mode::Against { old, budget } => {
+            let (new, old) = (against::Side::this()?, against::Side::other(old));
+            against::compare(&setup.plan, &new, &old, setup.threshold, *budget)?.results
+        }
+        mode => {
+            let measured = sweep::run(&setup.plan)?;
+            let mut results = Results::new(&setup.plan, measured, machine::Machine::describe());
+            match mode {
+                Mode::Baseline(old) => results.against_baseline(old, setup.threshold),
+                Mode::Compare => results.between_backends(setup.threshold),
+                _ => {}
+            }
+            results
+        }
+    };
 
     if let Some(out) = setup.save {
         out.write(&report::json(&results))?;
@@ -69,6 +86,12 @@ fn run() -> Result<ExitCode, Error> {
     } else {
         report::render(&results, setup.format, setup.threshold)
     };
+    print(&text)?;
+    Ok(status(&results))
+}
+
+/// Writes `text` to stdout.
+fn print(text: &str) -> Result<(), Error> {
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
         .write_all(text.as_bytes())
@@ -79,9 +102,17 @@ fn run() -> Result<ExitCode, Error> {
             return Err(error::usage!("cannot write to stdout: {e}"));
         }
     }
-    Ok(if results.regressed() {
+    Ok(())
+}
+
+/// The exit status of a run that finished: 1 if any cell regressed, else 4 if any is
+/// inconclusive, else 0.
+fn status(results: &Results) -> ExitCode {
+    if results.regressed() {
         ExitCode::from(error::REGRESSED)
+    } else if results.inconclusive() {
+        ExitCode::from(error::INCONCLUSIVE)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }

@@ -227,10 +227,12 @@ fn table(r: &Results, threshold: f64) -> String {
     if !r.changes.is_empty() {
         let _ = writeln!(
             out,
-            "\n# new/old ns per message: Hodges-Lehmann ratio, {:.0}% interval (Mann-Whitney); \
-             regressed = interval above 1 and ratio above {:.2}",
+            "\n# new/old ns per message: Hodges-Lehmann ratio, Mann-Whitney interval at {:.0}% for \
+             all {} cells together (Bonferroni)\n# regressed = interval above 1 and ratio above \
+             {edge:.2}; ok = interval below {edge:.2}; else inconclusive",
             CONFIDENCE * 100.0,
-            1.0 + threshold
+            r.changes.len(),
+            edge = 1.0 + threshold
         );
         let mut rows = vec![[
             "lock",
@@ -241,6 +243,7 @@ fn table(r: &Results, threshold: f64) -> String {
             "new ns/msg",
             "ratio",
             "interval",
+            "reps",
             "verdict",
         ]
         .iter()
@@ -256,7 +259,11 @@ fn table(r: &Results, threshold: f64) -> String {
                 sig(ch.new_ns_per_msg),
                 format!("{:.3}", ch.ratio.estimate),
                 ch.ratio.to_string(),
-                ch.verdict.to_string(),
+                ch.reps.to_string(),
+                match (ch.verdict, ch.more_reps) {
+                    (Verdict::Inconclusive, Some(k)) => format!("inconclusive (~{k} more reps)"),
+                    (v, _) => v.to_string(),
+                },
             ]);
         }
         out += &align(&rows);
@@ -265,7 +272,12 @@ fn table(r: &Results, threshold: f64) -> String {
             .iter()
             .filter(|c| c.verdict == Verdict::Regressed)
             .count();
-        let _ = writeln!(out, "# {regressed} of {} cells regressed", r.changes.len());
+        let undecided = r.changes.iter().filter(|c| !c.verdict.decided()).count();
+        let _ = writeln!(
+            out,
+            "# {regressed} of {} cells regressed, {undecided} inconclusive",
+            r.changes.len()
+        );
     }
     out
 }

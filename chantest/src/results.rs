@@ -7,8 +7,9 @@ use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
 use crate::machine::Machine;
 use crate::measure::Sample;
-use crate::sweep::{Measured, Plan, NO_LOCK, WARMUP};
-use crate::verdict::{median_sorted, Interval, Verdict};
+use crate::plan::{Key, Plan, NO_LOCK, WARMUP};
+use crate::sweep::Measured;
+use crate::verdict::{median_sorted, more_reps, Interval, Verdict};
 use crate::via::{record, Via};
 use locks::Backend;
 use serde::{Deserialize, Serialize};
@@ -184,6 +185,13 @@ pub(crate) struct Change {
     pub ratio: Interval,
     /// The conclusion.
     pub verdict: Verdict,
+    /// Repetitions a side behind the verdict (the fewer of the two sides).
+    #[serde(default)]
+    pub reps: usize,
+    /// For an inconclusive verdict: about how many more repetitions a side would likely
+    /// decide it (see [`crate::verdict::more_reps`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_reps: Option<usize>,
     /// Index of the new cell in [`Results::cells`].
     #[serde(skip)]
     pub cell: usize,
@@ -241,11 +249,15 @@ impl Results {
         let name = path.display();
         let text = std::fs::read_to_string(path)
             .map_err(|e| usage!("cannot read baseline {name}: {e}"))?;
-        let mut results: Results = serde_json::from_str(&text)
-            .map_err(|e| usage!("baseline {name} is not a chantest results file: {e}"))?;
-        results
-            .validate()
-            .map_err(|e| usage!("baseline {name}: {e}"))?;
+        Results::parse(&text).map_err(|e| usage!("baseline {name}{e}"))
+    }
+
+    /// Reads and checks a results document (a `--save` file, or another chantest's
+    /// `--format json`). The error starts with `: ` or ` is not …`, to follow a name.
+    pub(crate) fn parse(text: &str) -> Result<Results, String> {
+        let mut results: Results = serde_json::from_str(text)
+            .map_err(|e| format!(" is not a chantest results file: {e}"))?;
+        results.validate().map_err(|e| format!(": {e}"))?;
         results.summarize();
         Ok(results)
     }
@@ -413,7 +425,7 @@ impl Results {
     }
 
     /// Recomputes every summary from the samples.
-    fn summarize(&mut self) {
+    pub(crate) fn summarize(&mut self) {
         for cell in &mut self.cells {
             cell.summary = Summary::of(cell);
         }
@@ -445,13 +457,24 @@ impl Results {
 
     /// Each new cell against the same cell of `old`.
     pub(crate) fn against_baseline(&mut self, old: &Results, threshold: f64) {
+        self.against(old, "baseline", threshold);
+    }
+
+    /// Each new cell against the same cell of `old`, which is called `name`; every cell is
+    /// one of the family the verdicts hold for together.
+    pub(crate) fn against(&mut self, old: &Results, name: &str, threshold: f64) {
+        let family = self
+            .cells
+            .iter()
+            .filter(|c| old.cell(&c.key()).is_some())
+            .count();
         self.changes = self
             .cells
             .iter()
             .enumerate()
             .filter_map(|(i, new)| {
                 let old = old.cell(&new.key())?;
-                Some(Change::new((i, new), old, "baseline".into(), threshold))
+                Some(Change::new((i, new), old, name.into(), threshold, family))
             })
             .collect();
     }
@@ -460,6 +483,7 @@ impl Results {
     pub(crate) fn between_backends(&mut self, threshold: f64) {
         let n = self.lanes().len().max(1);
         let chan = Via::Chan.name();
+        let family = self.cells.len() / n;
         self.changes = self
             .cells
             .chunks(n)
@@ -472,6 +496,7 @@ impl Results {
                         a,
                         format!("{} (A)", a.lock),
                         threshold,
+                        family,
                     )),
                     _ => None,
                 }
@@ -483,44 +508,10 @@ impl Results {
     pub(crate) fn regressed(&self) -> bool {
         self.changes.iter().any(|c| c.verdict == Verdict::Regressed)
     }
-}
 
-/// What identifies a cell across runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Key {
-    /// The backend, as displayed (`-` for transports that take none).
-    pub lock: String,
-    /// The transport.
-    pub via: String,
-    /// O.
-    pub nbuf: u64,
-    /// M.
-    pub senders: u64,
-    /// N.
-    pub per_sender: u64,
-    /// S.
-    pub size: u64,
-    /// Global lock or per-channel locks.
-    pub global_lock: bool,
-}
-
-impl std::fmt::Display for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.via != Via::Chan.name() {
-            write!(f, "via={} ", self.via)?;
-        }
-        write!(
-            f,
-            "lock={} O={} M={} N={}",
-            self.lock, self.nbuf, self.senders, self.per_sender
-        )?;
-        if self.size != default_size() {
-            write!(f, " S={}", self.size)?;
-        }
-        if self.global_lock {
-            f.write_str(" --global-lock")?;
-        }
-        Ok(())
+    /// Whether any change is inconclusive.
+    pub(crate) fn inconclusive(&self) -> bool {
+        self.changes.iter().any(|c| !c.verdict.decided())
     }
 }
 
@@ -594,8 +585,17 @@ impl Spread {
 }
 
 impl Change {
-    fn new((cell, new): (usize, &Cell), old: &Cell, against: String, threshold: f64) -> Change {
-        let ratio = Interval::ratio(&new.ns_per_msg(), &old.ns_per_msg());
+    /// `new` (at index `cell`) against `old`, one of `family` comparisons judged together.
+    fn new(
+        (cell, new): (usize, &Cell),
+        old: &Cell,
+        against: String,
+        threshold: f64,
+        family: usize,
+    ) -> Change {
+        let ratio = Interval::ratio_among(&new.ns_per_msg(), &old.ns_per_msg(), family);
+        let verdict = Verdict::judge(&ratio, threshold);
+        let reps = new.samples.len().min(old.samples.len());
         Change {
             lock: new.lock.clone(),
             against,
@@ -603,7 +603,11 @@ impl Change {
             senders: new.senders,
             old_ns_per_msg: old.summary.ns_per_msg.median,
             new_ns_per_msg: new.summary.ns_per_msg.median,
-            verdict: Verdict::judge(&ratio, threshold),
+            verdict,
+            reps,
+            more_reps: (!verdict.decided())
+                .then(|| more_reps(&ratio, reps, threshold, family))
+                .flatten(),
             ratio,
             cell,
         }
@@ -613,7 +617,7 @@ impl Change {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::Lane;
+    use crate::plan::Lane;
 
     fn plan(backends: Vec<Backend>) -> Plan {
         Plan {
