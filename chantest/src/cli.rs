@@ -178,7 +178,7 @@ pub(crate) struct Args {
     #[arg(long, conflicts_with_all = ["baseline", "compare", "plain", "save", "plot"])]
     pub calibrate: bool,
 
-    /// With --calibrate: the injected slowdown, ns busy-waited inside every critical section
+    /// With --calibrate: the slowdown put into A', ns busy-waited inside every critical section
     /// (the lock parameter hold_ns, a test aid)
     #[arg(long, value_name = "NS", default_value_t = 30, value_parser = hold_ns)]
     pub hold_ns: u32,
