@@ -1,9 +1,9 @@
 //! `--against OLD_CHANTEST`: the same cells run by this build and by another, interleaved.
 //!
-//! Each repetition of each cell is one fresh process per side: `chantest -O o -M m -N n -R 1
+//! Each repetition of each cell is one fresh process per side: `chantest -O o -M m -N n -R 3
 //! --lock L --format json` (plus `--pin`, `--global-lock`, `--via`, `-S` where the plan has
-//! them), which runs its own warm-up round and one measured round and prints a results
-//! document. The two sides take turns, repetition by repetition, and which side goes first
+//! them), which runs its own warm-up round and [`ROUNDS`] measured rounds and prints a results
+//! document; the repetition's figure is the median of those rounds. The two sides take turns, repetition by repetition, and which side goes first
 //! alternates, so that whatever drifts (clock, other load, placement) falls on both alike,
 //! and neither side is always the one that runs just after the other.
 //!
@@ -28,6 +28,12 @@ use crate::via::{record, Via};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// Measured rounds in each process; the median is the repetition's sample. One round would
+/// leave each sample at the mercy of one preemption on a loaded machine; the median of three
+/// shrugs one off, for 1.5x the time. Repetitions stay independent: each is its own process,
+/// with its own placement and start-up.
+pub(crate) const ROUNDS: usize = 3;
 
 /// Most repetitions a side per cell, budget or not: beyond this the interval narrows too
 /// slowly to matter, and a stuck comparison should end.
@@ -112,7 +118,7 @@ pub(crate) fn compare(
             };
             for (k, side) in sides {
                 let sample = run_one(plan, cells[i], side)?;
-                samples[i][k].extend(sample);
+                samples[i][k].push(sample);
             }
         }
         round += 1;
@@ -149,7 +155,7 @@ fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String>
         "-N".into(),
         plan.per_sender.to_string(),
         "-R".into(),
-        "1".into(),
+        ROUNDS.to_string(),
         "--format".into(),
         "json".into(),
     ]
@@ -177,8 +183,8 @@ fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String>
     a
 }
 
-/// One process of `side`: one repetition of one cell; its measured samples.
-fn run_one(plan: &Plan, cell: (u64, u64, Lane), side: &Side) -> Result<Vec<Sample>, Error> {
+/// One process of `side`: one repetition of one cell; the median of its measured rounds.
+fn run_one(plan: &Plan, cell: (u64, u64, Lane), side: &Side) -> Result<Sample, Error> {
     let args = args(plan, cell, side);
     let exe = side.exe.display();
     let shown = || format!("{exe} {}", args.join(" "));
@@ -216,7 +222,16 @@ fn run_one(plan: &Plan, cell: (u64, u64, Lane), side: &Side) -> Result<Vec<Sampl
     })?;
     let (o, m, lane) = cell;
     match &doc.cells[..] {
-        [c] if c.nbuf == o && c.senders == m && c.via == lane.via().name() => Ok(c.samples.clone()),
+        [c] if c.nbuf == o
+            && c.senders == m
+            && c.per_sender == plan.per_sender
+            && c.via == lane.via().name()
+            && !c.samples.is_empty() =>
+        {
+            let mut rounds = c.samples.clone();
+            rounds.sort_by_key(|x| x.ns);
+            Ok(rounds[(rounds.len() - 1) / 2])
+        }
         _ => Err(usage!(
             "--against: {exe} answered `{}` with other cells than the one asked for",
             args.join(" ")
