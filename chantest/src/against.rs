@@ -21,9 +21,9 @@ use crate::error::{usage, Error};
 use crate::machine::Machine;
 use crate::measure::Sample;
 use crate::plan::{Lane, Plan};
-use crate::results::{Results, FORMAT, VERSION};
-use crate::sweep::Measured;
-use crate::verdict::{Interval, Verdict};
+use crate::records::{Interval, Verdict};
+use crate::records::{Results, FORMAT, VERSION};
+use crate::run::Measured;
 use crate::via::{record, Via};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -136,8 +136,8 @@ pub(crate) fn compare(
             .collect()
     };
     let machine = Machine::describe();
-    let mut results = Results::new(plan, measured(0), machine.clone());
-    let before = Results::new(plan, measured(1), machine);
+    let mut results = crate::run::records(plan, measured(0), machine.clone());
+    let before = crate::run::records(plan, measured(1), machine);
     results.against(&before, &old.exe.display().to_string(), threshold);
     Ok(Outcome {
         results,

@@ -15,8 +15,8 @@
 use crate::against::{self, Side};
 use crate::error::{usage, Error};
 use crate::plan::Plan;
-use crate::results::Change;
-use crate::verdict::{median_sorted, Verdict};
+use crate::records::Change;
+use crate::records::{median_sorted, Verdict};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Duration;

@@ -5,7 +5,8 @@
 //! again in a saved file or another build's output. Nothing here runs anything.
 
 use crate::grid::Grid;
-use crate::via::{record, Via};
+use crate::records::{Key, NO_LOCK};
+use crate::via::Via;
 use locks::Backend;
 
 /// Unmeasured rounds per (O, M) point before the measured ones: they fault in stacks and
@@ -93,9 +94,6 @@ impl Plan {
     }
 }
 
-/// The `lock` of a cell whose transport takes no lock backend.
-pub(crate) const NO_LOCK: &str = "-";
-
 /// What one cell runs on: a lock backend over `chan`, or another transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Lane {
@@ -112,44 +110,5 @@ impl Lane {
             Lane::Chan(_) => Via::Chan,
             Lane::Via(v) => v,
         }
-    }
-}
-
-/// What identifies a cell across runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Key {
-    /// The backend, as displayed (`-` for transports that take none).
-    pub lock: String,
-    /// The transport.
-    pub via: String,
-    /// O.
-    pub nbuf: u64,
-    /// M.
-    pub senders: u64,
-    /// N.
-    pub per_sender: u64,
-    /// S.
-    pub size: u64,
-    /// Global lock or per-channel locks.
-    pub global_lock: bool,
-}
-
-impl std::fmt::Display for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.via != Via::Chan.name() {
-            write!(f, "via={} ", self.via)?;
-        }
-        write!(
-            f,
-            "lock={} O={} M={} N={}",
-            self.lock, self.nbuf, self.senders, self.per_sender
-        )?;
-        if self.size != record::TAG as u64 {
-            write!(f, " S={}", self.size)?;
-        }
-        if self.global_lock {
-            f.write_str(" --global-lock")?;
-        }
-        Ok(())
     }
 }

@@ -1,8 +1,9 @@
 //! Printing results: an aligned table for people, CSV and JSON for programs, and Plan 9's
 //! bare nanoseconds.
 
-use crate::results::Results;
-use crate::verdict::{Verdict, CONFIDENCE};
+use crate::records::Results;
+use crate::records::Verdict;
+use crate::verdict::CONFIDENCE;
 use clap::ValueEnum;
 use std::fmt::Write;
 

@@ -43,25 +43,14 @@
 //! breaks that, which is why `--against` and `--compare` interleave their two sides,
 //! repetition by repetition, so that drift hits both alike.
 
-use serde::{Deserialize, Serialize};
-use std::fmt;
+use crate::records::{median_sorted, Cell, Change, Interval, Results, Verdict};
+use crate::via::Via;
 
 /// Two-sided confidence level of a run's verdicts, all cells together (see the module docs).
 pub(crate) const CONFIDENCE: f64 = 0.95;
 
 /// Above this many pairs, the exact null distribution gives way to the normal approximation.
 const EXACT_PAIRS: usize = 2500;
-
-/// An estimate of new/old and its confidence interval.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Interval {
-    /// Hodges-Lehmann estimate of the ratio.
-    pub estimate: f64,
-    /// Lower bound (0 when there are too few samples for any interval).
-    pub low: f64,
-    /// Upper bound (`None` when there are too few samples, as JSON has no infinity).
-    pub high: Option<f64>,
-}
 
 impl Interval {
     /// The ratio new/old of two sets of positive samples.
@@ -105,31 +94,6 @@ impl Interval {
     }
 }
 
-impl fmt::Display for Interval {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.high {
-            Some(h) => write!(f, "[{:.3}, {:.3}]", self.low, h),
-            None => f.write_str("[0, inf]"),
-        }
-    }
-}
-
-/// What a comparison concluded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Verdict {
-    /// Significantly slower, by more than the threshold.
-    Regressed,
-    /// Significantly faster, by more than the threshold.
-    Improved,
-    /// The interval's upper end lies below `1 + threshold`: no slowdown of that size.
-    Ok,
-    /// Neither regressed nor ok, including too few samples for any interval. (Files written
-    /// before the three-way verdict said `too_few_reps`, read as this.)
-    #[serde(alias = "too_few_reps")]
-    Inconclusive,
-}
-
 impl Verdict {
     /// Applies the rule in the module docs.
     pub(crate) fn judge(iv: &Interval, threshold: f64) -> Verdict {
@@ -141,43 +105,86 @@ impl Verdict {
             Some(_) => Verdict::Inconclusive,
         }
     }
+}
 
-    /// Whether more repetitions could change it.
-    pub(crate) fn decided(self) -> bool {
-        self != Verdict::Inconclusive
+impl Results {
+    /// Each new cell against the same cell of `old`.
+    pub(crate) fn against_baseline(&mut self, old: &Results, threshold: f64) {
+        self.against(old, "baseline", threshold);
+    }
+
+    /// Each new cell against the same cell of `old`, which is called `name`; every cell is
+    /// one of the family the verdicts hold for together.
+    pub(crate) fn against(&mut self, old: &Results, name: &str, threshold: f64) {
+        let family = self
+            .cells
+            .iter()
+            .filter(|c| old.cell(&c.key()).is_some())
+            .count();
+        self.changes = self
+            .cells
+            .iter()
+            .enumerate()
+            .filter_map(|(i, new)| {
+                let old = old.cell(&new.key())?;
+                Some(Change::new((i, new), old, name.into(), threshold, family))
+            })
+            .collect();
+    }
+
+    /// The second backend against the first over `chan`, at each point.
+    pub(crate) fn between_backends(&mut self, threshold: f64) {
+        let n = self.lanes().len().max(1);
+        let chan = Via::Chan.name();
+        let family = self.cells.len() / n;
+        self.changes = self
+            .cells
+            .chunks(n)
+            .enumerate()
+            .filter_map(|(point, cells)| {
+                let mut sides = cells.iter().enumerate().filter(|(_, c)| c.via == chan);
+                match (sides.next(), sides.next(), sides.next()) {
+                    (Some((_, a)), Some((j, b)), None) => Some(Change::new(
+                        (point * n + j, b),
+                        a,
+                        format!("{} (A)", a.lock),
+                        threshold,
+                        family,
+                    )),
+                    _ => None,
+                }
+            })
+            .collect();
     }
 }
 
-impl Verdict {
-    /// The name JSON and CSV use.
-    pub(crate) fn key(&self) -> &'static str {
-        match self {
-            Verdict::Regressed => "regressed",
-            Verdict::Improved => "improved",
-            Verdict::Ok => "ok",
-            Verdict::Inconclusive => "inconclusive",
+impl Change {
+    /// `new` (at index `cell`) against `old`, one of `family` comparisons judged together.
+    fn new(
+        (cell, new): (usize, &Cell),
+        old: &Cell,
+        against: String,
+        threshold: f64,
+        family: usize,
+    ) -> Change {
+        let ratio = Interval::ratio_among(&new.ns_per_msg(), &old.ns_per_msg(), family);
+        let verdict = Verdict::judge(&ratio, threshold);
+        let reps = new.samples.len().min(old.samples.len());
+        Change {
+            lock: new.lock.clone(),
+            against,
+            nbuf: new.nbuf,
+            senders: new.senders,
+            old_ns_per_msg: old.summary.ns_per_msg.median,
+            new_ns_per_msg: new.summary.ns_per_msg.median,
+            verdict,
+            reps,
+            more_reps: (!verdict.decided())
+                .then(|| more_reps(&ratio, reps, threshold, family))
+                .flatten(),
+            ratio,
+            cell,
         }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Verdict::Regressed => "REGRESSED",
-            Verdict::Improved => "improved",
-            Verdict::Ok => "ok",
-            Verdict::Inconclusive => "inconclusive",
-        })
-    }
-}
-
-/// The median of sorted, non-empty `v`.
-pub(crate) fn median_sorted(v: &[f64]) -> f64 {
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

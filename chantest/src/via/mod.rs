@@ -12,21 +12,26 @@
 //!
 //! Every transport carries the same records ([`record`]) and the receiver checks them the
 //! same way: per-sender order, and for `-S` above 8 a checksum over every byte. What differs,
-//! and what the figures show, is the mechanism. The `chan` transport lives in
-//! [`crate::workload`]; the others here.
+//! and what the figures show, is the mechanism. Every transport lives here, `chan` included
+//! ([`chan`]); [`spec::Spec`] is the shape of one run, whatever carries it.
 
+mod chan;
 mod futex;
 pub(crate) mod peer;
 pub(crate) mod record;
 mod ring;
 pub(crate) mod shm;
 pub(crate) mod signal;
+pub(crate) mod spec;
 mod stream;
 
-use crate::error::Error;
+use crate::error::{usage, Error};
 use crate::measure::Sample;
-use crate::workload::Spec;
+use locks::Backend;
+use spec::Spec;
+use std::ffi::OsStr;
 use std::fmt;
+use std::process::ExitCode;
 use std::str::FromStr;
 
 /// A liveness check that a blocked party calls every so often; an error ends its wait.
@@ -113,18 +118,40 @@ impl FromStr for Via {
     }
 }
 
-/// One run over `via`, which must not be `chan` (that one runs per lock backend, in
-/// [`crate::workload`]).
-pub(crate) fn run(via: Via, spec: &Spec<'_>) -> Result<Sample, Error> {
+/// One run over `via`; `backend` is the lock of `chan` (the other transports take none).
+pub(crate) fn run(via: Via, backend: &Backend, spec: &Spec<'_>) -> Result<Sample, Error> {
     match via {
+        Via::Chan => chan::run(backend, spec),
         Via::Pipe => stream::run(stream::Kind::Pipe, spec),
         Via::Unix => stream::run(stream::Kind::Unix, spec),
         Via::Signal => signal::run(spec),
         Via::Shm => shm::run(spec),
-        Via::Chan => Err(crate::error::usage!(
-            "internal: chan runs through the workload"
-        )),
     }
+}
+
+/// If this process was started as a peer (`chantest --peer VIA …`, see [`peer`]), runs the
+/// peer and returns its exit status; otherwise `None`, and chantest runs as usual.
+pub(crate) fn main_if_peer() -> Option<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(OsStr::new(peer::FLAG)) {
+        return None;
+    }
+    let args: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+    let (name, rest) = args
+        .split_first()
+        .map_or(("", &[][..]), |(n, r)| (n.as_str(), r));
+    let result = match name.parse::<Via>() {
+        Ok(Via::Shm) => shm::peer(rest),
+        Ok(Via::Signal) => signal::peer(rest),
+        _ => Err(usage!("`{name}` has no peer process")),
+    };
+    Some(match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("chantest: {name} peer: {e}");
+            e.exit_code()
+        }
+    })
 }
 
 #[cfg(test)]

@@ -8,11 +8,13 @@
 
 use crate::affinity::Cpus;
 use crate::error::{usage, Error};
+use crate::machine::Machine;
 use crate::measure::Sample;
 use crate::plan::{Lane, Plan, WARMUP};
 use crate::progress::Progress;
+use crate::records::{Cell, Params, Results, Summary, FORMAT, VERSION};
+use crate::via::spec::Spec;
 use crate::via::{self, Via};
-use crate::workload::{self, Spec};
 
 /// The samples of one cell.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,7 +30,7 @@ pub(crate) struct Measured {
 }
 
 /// Runs the sweep; cells come back in report order: by point, then by lane.
-pub(crate) fn run(plan: &Plan) -> Result<Vec<Measured>, Error> {
+pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
     if plan.vias.contains(&Via::Signal) {
         // Before any thread starts, so that every thread inherits the block.
         via::signal::block()?;
@@ -61,8 +63,8 @@ pub(crate) fn run(plan: &Plan) -> Result<Vec<Measured>, Error> {
         for round in 0..WARMUP + plan.reps {
             for (i, &lane) in lanes.iter().enumerate() {
                 let sample = match lane {
-                    Lane::Chan(b) => workload::run(&plan.backends[b], &spec)?,
-                    Lane::Via(v) => via::run(v, &spec)?,
+                    Lane::Chan(b) => via::run(Via::Chan, &plan.backends[b], &spec)?,
+                    Lane::Via(v) => via::run(v, &locks::Backend::DEFAULT, &spec)?,
                 };
                 if round >= WARMUP {
                     cells[first + i].samples.push(sample);
@@ -78,6 +80,52 @@ pub(crate) fn run(plan: &Plan) -> Result<Vec<Measured>, Error> {
     }
     progress.finish();
     Ok(cells)
+}
+
+/// The records of `plan`'s run: what `--save` writes, with every summary computed.
+pub(crate) fn records(plan: &Plan, measured: Vec<Measured>, machine: Machine) -> Results {
+    let lock = |i: usize| plan.backends[i].to_string();
+    let cells = measured
+        .into_iter()
+        .map(|m| Cell {
+            lock: plan.lock_name(m.lane),
+            via: m.lane.via().name().to_string(),
+            nbuf: m.nbuf,
+            senders: m.senders,
+            per_sender: plan.per_sender,
+            size: plan.size as u64,
+            global_lock: plan.global_lock,
+            summary: Summary::default(),
+            samples: m.samples,
+        })
+        .collect();
+    let unix_time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut results = Results {
+        format: FORMAT.to_string(),
+        version: VERSION,
+        unix_time,
+        params: Params {
+            locks: (0..plan.backends.len()).map(lock).collect(),
+            reference: lock(plan.reference),
+            via: plan.vias.iter().map(|v| v.name().to_string()).collect(),
+            size: plan.size as u64,
+            nbuf: plan.nbuf.values().to_vec(),
+            senders: plan.senders.values().to_vec(),
+            per_sender: plan.per_sender,
+            reps: plan.reps,
+            warmup: WARMUP,
+            global_lock: plan.global_lock,
+            pin: plan.pin,
+            stats: locks::stats::ENABLED,
+        },
+        machine,
+        cells,
+        changes: Vec::new(),
+    };
+    results.summarize();
+    results
 }
 
 #[cfg(test)]
@@ -107,7 +155,7 @@ mod tests {
             fault: false,
         };
         assert_eq!(plan.total_runs(), 4 * 2 * 3);
-        let cells = run(&plan).unwrap();
+        let cells = sweep(&plan).unwrap();
         let keys: Vec<_> = cells.iter().map(|c| (c.nbuf, c.senders, c.lane)).collect();
         let (a, b) = (Lane::Chan(0), Lane::Chan(1));
         assert_eq!(
@@ -149,7 +197,7 @@ mod tests {
         ];
         assert_eq!(plan.lanes(), lanes);
         assert_eq!(plan.total_runs(), 4 * 2);
-        let cells = run(&plan).unwrap();
+        let cells = sweep(&plan).unwrap();
         assert_eq!(cells.iter().map(|c| c.lane).collect::<Vec<_>>(), lanes);
         let keys = plan.keys();
         assert_eq!((keys[0].lock.as_str(), keys[0].via.as_str()), ("-", "pipe"));
