@@ -372,6 +372,12 @@ impl Results {
             .collect()
     }
 
+    /// Whether the run carried messages over `via` (typed, so that reports need not compare
+    /// names).
+    pub(crate) fn has_via(&self, via: Via) -> bool {
+        self.params.via.iter().any(|v| v.parse() == Ok(via))
+    }
+
     /// Whether the cells show more than `chan`, so that reports name each cell's transport.
     pub(crate) fn has_transports(&self) -> bool {
         self.params.via.iter().any(|v| v != Via::Chan.name())

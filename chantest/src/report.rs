@@ -4,6 +4,7 @@
 use crate::records::Results;
 use crate::records::Verdict;
 use crate::verdict::CONFIDENCE;
+use crate::via::Via;
 use clap::ValueEnum;
 use std::fmt::Write;
 
@@ -154,7 +155,7 @@ fn table(r: &Results, threshold: f64) -> String {
         p.per_sender,
         p.reps,
         p.warmup,
-        match (p.via.iter().any(|v| v == "chan"), p.global_lock) {
+        match (r.has_via(Via::Chan), p.global_lock) {
             (false, _) => "",
             (true, true) => ", one global lock",
             (true, false) => ", per-channel locks",
@@ -294,15 +295,15 @@ fn ratio(x: f64) -> String {
 
 /// Footnotes for the transports that bend the table's meaning.
 fn notes(r: &Results) -> String {
-    let has = |v: &str| r.params.via.iter().any(|x| x == v);
+    let has = |v| r.has_via(v);
     let mut out = String::new();
-    if has("signal") {
+    if has(Via::Signal) {
         out += "# signal: N round trips between two processes; per msg = per signal, one way\n";
     }
-    if has("pipe") || has("unix") {
+    if has(Via::Pipe) || has(Via::Unix) {
         out += "# pipe, unix: -O does not apply (the kernel's buffer is the buffer)\n";
     }
-    if has("shm") && r.params.nbuf.contains(&0) {
+    if has(Via::Shm) && r.params.nbuf.contains(&0) {
         out += "# shm: O=0 runs with one slot\n";
     }
     out

@@ -14,9 +14,9 @@
 //! changed) and exits too, rather than wait forever for a receiver that is gone.
 
 use super::peer::{self, Peer};
+use super::record;
 use super::ring::{self, Ring, Shape};
-use super::spec::Spec;
-use super::{record, Via};
+use super::spec::{Spec, Via};
 use crate::affinity::{self, Cpus};
 use crate::error::{usage, Error};
 use crate::measure::{Sample, Stamp, Usage};

@@ -18,9 +18,9 @@
 //! apply.
 
 use super::peer::{self, Peer};
+use super::record;
 use super::ring::CHECK_EVERY;
-use super::spec::Spec;
-use super::{record, Alive, Via};
+use super::spec::{Alive, Spec, Via};
 use crate::affinity;
 use crate::error::{usage, Error};
 use crate::measure::{Sample, Stamp, Usage};
