@@ -5,6 +5,7 @@
 //! process may already use (so `taskset` still works), dealt out round-robin: the receiver gets
 //! the first, sender `i` the `(i + 1)`-th.
 
+use crate::error::Error;
 use std::io;
 use std::mem;
 
@@ -78,6 +79,13 @@ fn set_current(set: &libc::cpu_set_t) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Pins the calling thread to the first CPU, returning what restores its mask.
+pub(crate) fn pin_receiver(cpus: &Cpus) -> Result<Restore, Error> {
+    let restore = Restore::save().map_err(|e| crate::error::usage!("--pin: {e}"))?;
+    pin_current(cpus.nth(0)).map_err(|e| crate::error::usage!("--pin: {e}"))?;
+    Ok(restore)
 }
 
 #[cfg(test)]

@@ -4,11 +4,12 @@
 //! a flag the user gave (which must agree with the baseline's cells) from one left out (which
 //! the baseline fills in).
 
+use crate::calibrate::Calibration;
 use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
+use crate::plan::Plan;
+use crate::records::Results;
 use crate::report::Format;
-use crate::results::Results;
-use crate::sweep::Plan;
 use crate::via::{record, shm, Via};
 use clap::Parser;
 use locks::Backend;
@@ -27,6 +28,10 @@ pub(crate) const DEFAULT_PER_SENDER: u64 = 1 << 16;
 pub(crate) const DEFAULT_REPS: u64 = 5;
 /// Default `--threshold`.
 pub(crate) const DEFAULT_THRESHOLD: f64 = 0.10;
+/// Default `--hold-ns`: on the 2-vCPU guest this was written on, about the 15 % slowdown (as
+/// chantest measures it, at `-O 10 -M 1,8`) that a regression check should catch; other
+/// machines answer differently, which is what `--calibrate` reports.
+pub(crate) const DEFAULT_HOLD_NS: u32 = 12;
 /// Default `-S`: the seed's ulong.
 pub(crate) const DEFAULT_SIZE: u64 = 8;
 
@@ -39,6 +44,10 @@ Examples:
   chantest -O 10 -M 1,8 --save before.json
   chantest --baseline before.json          same cells again; exit 1 if any regressed
   chantest --compare spin,adaptive -M 1..4 exit 1 if adaptive is slower than spin
+  chantest --lock adaptive -O 10 -M 1,8 --against ../old/target/release/chantest --budget 60s
+                                           this build against another, interleaved
+  chantest --calibrate --runs 40,20 --budget 45s
+                                           false-alarm and detection rates on this machine
   chantest --plain -R 3                    bare total ns per run, like Plan 9's chantest
   chantest --via chan,pipe,unix -M 1,2,8   the same workload through the kernel, beside chan
   chantest --via shm,pipe -S 8k -N 20000   8 KiB messages between two processes (seed 000)
@@ -56,12 +65,21 @@ slot), futex waits. signal: N round trips of a signal between two processes, fig
 signal one way; needs -M 1 and -S 8. Ratios are to chan with --ref's backend, or to the first
 transport listed when chan is not.
 
-Verdicts (--baseline, --compare): per cell, new/old ns per message is estimated with a 95%
-interval (Hodges-Lehmann / Mann-Whitney on logarithms; needs R >= 4 on each side). A cell has
-regressed when the whole interval lies above 1 and the estimate exceeds 1 + --threshold.
+Verdicts (--baseline, --compare, --against): per cell, new/old ns per message is estimated
+with an interval (Hodges-Lehmann / Mann-Whitney on logarithms) at 95% for all cells together
+(Bonferroni: each of k cells at 1 - 0.05/k, so more cells do not mean more false alarms). A
+cell has regressed when the whole interval lies above 1 and the estimate exceeds
+1 + --threshold; it is ok only when the interval's upper end lies below 1 + --threshold;
+otherwise it is inconclusive, with about how many more repetitions would likely decide it.
+--against runs each repetition of each cell as one fresh process of each build, taking turns,
+so drift hits both; --baseline compares with a file saved earlier, so drift between then and
+now is read as a change. --budget keeps adding repetitions to undecided cells until all are
+decided or the time is spent.
 
-Exit status: 0 ok, 1 a cell regressed, 2 usage error, 3 a value was lost, duplicated,
-reordered or damaged, or a transport failed mid-run (e.g. its peer process died).";
+Exit status: 0 ok (every compared cell ok), 1 a cell regressed, 2 usage error (including an
+--against binary that does not speak chantest's results format), 3 a value was lost,
+duplicated, reordered or damaged, or a transport failed mid-run (e.g. its peer process died),
+4 no cell regressed but some are inconclusive.";
 
 /// erik quanstrom's channel benchmark (9fans, 2013): M senders each send N values down one
 /// channel with O buffers to a single receiver; the figure is the time until all M×N have
@@ -146,6 +164,34 @@ pub(crate) struct Args {
     #[arg(long, value_name = "A,B", value_parser = lock_pair)]
     pub compare: Option<LockPair>,
 
+    /// Run every cell with this build and with another chantest binary, one process per
+    /// repetition each, taking turns; flag cells where this build is slower (exit 1)
+    #[arg(
+        long,
+        value_name = "OLD_CHANTEST",
+        conflicts_with_all = ["baseline", "compare", "plain", "calibrate"]
+    )]
+    pub against: Option<PathBuf>,
+
+    /// With --against or --calibrate: keep adding repetitions to undecided cells until every
+    /// cell is decided or this much time is spent, e.g. 60s, 2m
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub budget: Option<std::time::Duration>,
+
+    /// Measure this machine's false-alarm rate (A/A: adaptive against itself) and detection
+    /// rate (A/A': adaptive with --hold-ns against adaptive), each run as --against would
+    #[arg(long, conflicts_with_all = ["baseline", "compare", "plain", "save", "plot"])]
+    pub calibrate: bool,
+
+    /// With --calibrate: the slowdown put into A', ns busy-waited inside every critical section
+    /// (the lock parameter hold_ns, a test aid)
+    #[arg(long, value_name = "NS", default_value_t = DEFAULT_HOLD_NS, value_parser = hold_ns)]
+    pub hold_ns: u32,
+
+    /// With --calibrate: how many A/A and A/A' comparisons
+    #[arg(long, value_name = "AA,AB", default_value = "10,10", value_parser = run_counts)]
+    pub runs: RunCounts,
+
     /// Smallest slowdown that counts as a regression, as a fraction (0.10 = 10%)
     #[arg(
         long,
@@ -172,6 +218,10 @@ pub(crate) struct LockList(pub Vec<Backend>);
 /// A `--via` list.
 #[derive(Clone, Debug)]
 pub(crate) struct ViaList(pub Vec<Via>);
+
+/// `--runs`: A/A and A/A' comparisons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RunCounts(pub usize, pub usize);
 
 /// A `--compare` pair.
 #[derive(Clone, Copy, Debug)]
@@ -243,6 +293,47 @@ fn size(s: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
+/// A duration: a number with `ms`, `s`, `m` or `h` (bare: seconds).
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let bad = || format!("`{s}` is not a duration such as 60s, 2m or 500ms");
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let secs = n * match unit {
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(bad()),
+    };
+    if !(secs.is_finite() && secs > 0.0 && secs <= 7.0 * 86400.0) {
+        return Err(format!(
+            "`{s}` is out of range (more than 0, at most a week)"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+fn hold_ns(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not a number of ns from 1 to 1000000")),
+    }
+}
+
+fn run_counts(s: &str) -> Result<RunCounts, String> {
+    let bad = || format!("`{s}` is not two counts AA,AB such as 40,20");
+    match s
+        .split(',')
+        .map(|x| x.trim().parse::<usize>())
+        .collect::<Vec<_>>()[..]
+    {
+        [Ok(a), Ok(b)] if a + b > 0 && a <= 10_000 && b <= 10_000 => Ok(RunCounts(a, b)),
+        _ => Err(bad()),
+    }
+}
+
 fn threshold(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
@@ -298,6 +389,20 @@ pub(crate) enum Mode {
     Baseline(Box<Results>),
     /// The second backend with the first.
     Compare,
+    /// This build against another binary, interleaved.
+    Against {
+        /// The other build.
+        old: PathBuf,
+        /// `--budget`.
+        budget: Option<std::time::Duration>,
+    },
+    /// False-alarm and detection rates.
+    Calibrate {
+        /// What to run.
+        cal: Calibration,
+        /// `--budget`.
+        budget: Option<std::time::Duration>,
+    },
 }
 
 /// An output file, opened before the sweep so that a bad path fails in a second, not after a
@@ -348,6 +453,8 @@ impl Args {
                     .map(|l| l.parse())
                     .collect::<Result<_, _>>()
                     .map_err(|e| usage!("baseline: {e}"))?,
+                // Calibration injects its slowdown into the adaptive lock.
+                (None, None) if self.calibrate => vec![Backend::DEFAULT],
                 (None, None) => Backend::ALL.to_vec(),
             };
             let reference = match (self.reference, from_file) {
@@ -400,6 +507,17 @@ impl Args {
             fault: self.inject_fault,
         };
         check_transports(&plan, self.compare.is_some())?;
+        if self.budget.is_some() && self.against.is_none() && !self.calibrate {
+            return Err(usage!("--budget goes with --against or --calibrate"));
+        }
+        if !self.calibrate && (self.hold_ns != DEFAULT_HOLD_NS || self.runs != RunCounts(10, 10)) {
+            return Err(usage!("--hold-ns and --runs go with --calibrate"));
+        }
+        if self.calibrate && plan.vias != [Via::Chan] {
+            return Err(usage!(
+                "--calibrate measures the lock over chan: leave out --via"
+            ));
+        }
 
         let mode = match baseline {
             Some(old) => {
@@ -408,7 +526,21 @@ impl Args {
                 Mode::Baseline(Box::new(old))
             }
             None if self.compare.is_some() => Mode::Compare,
-            None => Mode::Sweep,
+            None if self.calibrate => Mode::Calibrate {
+                cal: Calibration {
+                    same: self.runs.0,
+                    slowed: self.runs.1,
+                    hold_ns: self.hold_ns,
+                },
+                budget: self.budget,
+            },
+            None => match self.against {
+                Some(old) => Mode::Against {
+                    old,
+                    budget: self.budget,
+                },
+                None => Mode::Sweep,
+            },
         };
         Ok(Setup {
             plan,
@@ -599,6 +731,29 @@ mod tests {
         ] {
             let e = args(line).unwrap().setup().unwrap_err();
             assert!(e.to_string().contains(want), "{line}: {e}");
+        }
+    }
+
+    #[test]
+    fn durations_and_run_counts() {
+        use std::time::Duration;
+        for (text, want) in [
+            ("60s", Duration::from_secs(60)),
+            ("60", Duration::from_secs(60)),
+            ("2m", Duration::from_secs(120)),
+            ("500ms", Duration::from_millis(500)),
+            ("1.5s", Duration::from_millis(1500)),
+            ("1h", Duration::from_secs(3600)),
+        ] {
+            assert_eq!(duration(text), Ok(want), "{text}");
+        }
+        for bad in ["", "s", "-1s", "0", "10x", "1e9s", "nan"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(run_counts("40,20"), Ok(RunCounts(40, 20)));
+        assert_eq!(run_counts("0,5"), Ok(RunCounts(0, 5)));
+        for bad in ["40", "0,0", "a,b", "1,2,3"] {
+            assert!(run_counts(bad).is_err(), "{bad}");
         }
     }
 

@@ -2,16 +2,20 @@
 //!
 //! | status | meaning |
 //! |---|---|
-//! | 0 | ran; nothing regressed |
-//! | 1 | ran; a cell regressed (`--baseline`, `--compare`) |
+//! | 0 | ran; nothing regressed (every compared cell ok: its interval rules out a slowdown beyond `--threshold`) |
+//! | 1 | ran; a cell regressed (`--baseline`, `--compare`, `--against`) |
 //! | 2 | usage: bad flags, unreadable or mismatched baseline, unwritable output, no threads |
 //! | 3 | a channel or transport lost, duplicated, reordered or corrupted a value, or a transport failed mid-run (its peer process died, a read failed); `chantest soak`: any failed check, or a thread stuck |
+//! | 4 | ran; no cell regressed, but at least one is inconclusive: the data neither show a regression nor rule one out (more repetitions, or a `--budget`, may decide) |
 
 use std::fmt;
 use std::process::ExitCode;
 
 /// Exit status when a cell regressed.
 pub(crate) const REGRESSED: u8 = 1;
+/// Exit status when no cell regressed but some are inconclusive. (Not 3, which already means
+/// a broken channel.)
+pub(crate) const INCONCLUSIVE: u8 = 4;
 
 /// A reason to stop, carrying the one line to print.
 #[derive(Debug, Clone, PartialEq, Eq)]

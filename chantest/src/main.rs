@@ -1,39 +1,50 @@
 //! chantest: erik quanstrom's 2013 Plan 9 channel benchmark, per lock strategy.
 //!
-//! See `chantest --help`. The modules, in the order a run passes through them: [`cli`]
-//! (flags, with [`grid`] for value lists) makes a [`sweep::Plan`]; [`sweep`] runs each cell's
-//! [`workload`], read by the clocks in [`measure`] (optionally pinned by [`affinity`], watched
-//! by [`progress`]); [`results`] keeps the samples (described by [`machine`]) and compares
-//! them using [`verdict`]; [`report`] and [`plot`] print them. [`via`] carries the same
-//! workload over pipes, unix sockets, shared memory and signals; its two-process transports
-//! start chantest again as their peer (`chantest --peer …`, see [`via::peer`]), which is
-//! recognised here before any flag is parsed. So is `chantest soak …` ([`soak`]), the
-//! stress test under hostile conditions, which has flags of its own.
+//! See `chantest --help`. The modules, in the order a run passes through them:
+//!
+//! * [`cli`] (flags, with [`grid`] for value lists) makes a [`plan::Plan`]: what to run,
+//!   typed, and the one source of a cell's identity ([`plan::Key`]);
+//! * [`run`] runs the plan's cells, taking turns, over the transports of [`via`] (which owns
+//!   every transport, `chan` included, the shape of a run and the record layout), read by the
+//!   clocks in [`measure`], optionally pinned by [`affinity`], watched by [`progress`]; it
+//!   turns what it measured into [`records`]. [`against`] runs the same cells as one process
+//!   per repetition of this build and of another, interleaved, and [`calibrate`] repeats that
+//!   to measure false alarms and detection;
+//! * [`records`] is the data model: what `--save` writes, `--baseline` reads and another
+//!   build's `--format json` prints to `--against` (described by [`machine`]);
+//! * [`verdict`] judges new against old; [`report`] and [`plot`] print records, never touching
+//!   running code.
+//!
+//! The two-process transports start chantest again as their peer (`chantest --peer …`, see
+//! [`via::peer`]), which is recognised here before any flag is parsed. So is `chantest soak
+//! …` ([`soak`]), the stress test under hostile conditions, which has flags of its own.
 
 mod affinity;
+mod against;
+mod calibrate;
 mod cli;
 mod error;
 mod grid;
 mod machine;
 mod measure;
+mod plan;
 mod plot;
 mod progress;
+mod records;
 mod report;
-mod results;
+mod run;
 mod soak;
-mod sweep;
 mod verdict;
 mod via;
-mod workload;
 
 use cli::Mode;
 use error::Error;
-use results::Results;
+use records::Results;
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    if let Some(code) = via::peer::main_if_peer() {
+    if let Some(code) = via::main_if_peer() {
         return code;
     }
     if let Some(code) = soak::main_if_soak() {
@@ -50,13 +61,27 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode, Error> {
     let setup = cli::parse()?.setup()?;
-    let measured = sweep::run(&setup.plan)?;
-    let mut results = Results::new(&setup.plan, measured, machine::Machine::describe());
-    match &setup.mode {
-        Mode::Sweep => {}
-        Mode::Baseline(old) => results.against_baseline(old, setup.threshold),
-        Mode::Compare => results.between_backends(setup.threshold),
-    }
+    let results = match &setup.mode {
+        Mode::Calibrate { cal, budget } => {
+            let text = calibrate::run(&setup.plan, cal, setup.threshold, *budget)?;
+            print(&text)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Mode::Against { old, budget } => {
+            let (new, old) = (against::Side::this()?, against::Side::other(old));
+            against::compare(&setup.plan, &new, &old, setup.threshold, *budget)?.results
+        }
+        mode => {
+            let measured = run::sweep(&setup.plan)?;
+            let mut results = run::records(&setup.plan, measured, machine::Machine::describe());
+            match mode {
+                Mode::Baseline(old) => results.against_baseline(old, setup.threshold),
+                Mode::Compare => results.between_backends(setup.threshold),
+                _ => {}
+            }
+            results
+        }
+    };
 
     if let Some(out) = setup.save {
         out.write(&report::json(&results))?;
@@ -69,6 +94,12 @@ fn run() -> Result<ExitCode, Error> {
     } else {
         report::render(&results, setup.format, setup.threshold)
     };
+    print(&text)?;
+    Ok(status(&results))
+}
+
+/// Writes `text` to stdout.
+fn print(text: &str) -> Result<(), Error> {
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
         .write_all(text.as_bytes())
@@ -79,9 +110,17 @@ fn run() -> Result<ExitCode, Error> {
             return Err(error::usage!("cannot write to stdout: {e}"));
         }
     }
-    Ok(if results.regressed() {
+    Ok(())
+}
+
+/// The exit status of a run that finished: 1 if any cell regressed, else 4 if any is
+/// inconclusive, else 0.
+fn status(results: &Results) -> ExitCode {
+    if results.regressed() {
         ExitCode::from(error::REGRESSED)
+    } else if results.inconclusive() {
+        ExitCode::from(error::INCONCLUSIVE)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }

@@ -4,7 +4,7 @@
 //! Written by hand: the picture is a few lines and axes, and an SVG is text any browser shows.
 //! Each point is a cell's median with a bar from its fastest to its slowest repetition.
 
-use crate::results::{Cell, Results};
+use crate::records::{Cell, Results};
 use std::fmt::Write;
 
 const PANEL_W: f64 = 420.0;

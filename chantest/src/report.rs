@@ -1,8 +1,10 @@
 //! Printing results: an aligned table for people, CSV and JSON for programs, and Plan 9's
 //! bare nanoseconds.
 
-use crate::results::Results;
-use crate::verdict::{Verdict, CONFIDENCE};
+use crate::records::Results;
+use crate::records::Verdict;
+use crate::verdict::CONFIDENCE;
+use crate::via::Via;
 use clap::ValueEnum;
 use std::fmt::Write;
 
@@ -153,7 +155,7 @@ fn table(r: &Results, threshold: f64) -> String {
         p.per_sender,
         p.reps,
         p.warmup,
-        match (p.via.iter().any(|v| v == "chan"), p.global_lock) {
+        match (r.has_via(Via::Chan), p.global_lock) {
             (false, _) => "",
             (true, true) => ", one global lock",
             (true, false) => ", per-channel locks",
@@ -227,10 +229,12 @@ fn table(r: &Results, threshold: f64) -> String {
     if !r.changes.is_empty() {
         let _ = writeln!(
             out,
-            "\n# new/old ns per message: Hodges-Lehmann ratio, {:.0}% interval (Mann-Whitney); \
-             regressed = interval above 1 and ratio above {:.2}",
+            "\n# new/old ns per message: Hodges-Lehmann ratio, Mann-Whitney interval at {:.0}% for \
+             all {} cells together (Bonferroni)\n# regressed = interval above 1 and ratio above \
+             {edge:.2}; ok = interval below {edge:.2}; else inconclusive",
             CONFIDENCE * 100.0,
-            1.0 + threshold
+            r.changes.len(),
+            edge = 1.0 + threshold
         );
         let mut rows = vec![[
             "lock",
@@ -241,6 +245,7 @@ fn table(r: &Results, threshold: f64) -> String {
             "new ns/msg",
             "ratio",
             "interval",
+            "reps",
             "verdict",
         ]
         .iter()
@@ -256,7 +261,11 @@ fn table(r: &Results, threshold: f64) -> String {
                 sig(ch.new_ns_per_msg),
                 format!("{:.3}", ch.ratio.estimate),
                 ch.ratio.to_string(),
-                ch.verdict.to_string(),
+                ch.reps.to_string(),
+                match (ch.verdict, ch.more_reps) {
+                    (Verdict::Inconclusive, Some(k)) => format!("inconclusive (~{k} more reps)"),
+                    (v, _) => v.to_string(),
+                },
             ]);
         }
         out += &align(&rows);
@@ -265,7 +274,12 @@ fn table(r: &Results, threshold: f64) -> String {
             .iter()
             .filter(|c| c.verdict == Verdict::Regressed)
             .count();
-        let _ = writeln!(out, "# {regressed} of {} cells regressed", r.changes.len());
+        let undecided = r.changes.iter().filter(|c| !c.verdict.decided()).count();
+        let _ = writeln!(
+            out,
+            "# {regressed} of {} cells regressed, {undecided} inconclusive",
+            r.changes.len()
+        );
     }
     out
 }
@@ -281,15 +295,15 @@ fn ratio(x: f64) -> String {
 
 /// Footnotes for the transports that bend the table's meaning.
 fn notes(r: &Results) -> String {
-    let has = |v: &str| r.params.via.iter().any(|x| x == v);
+    let has = |v| r.has_via(v);
     let mut out = String::new();
-    if has("signal") {
+    if has(Via::Signal) {
         out += "# signal: N round trips between two processes; per msg = per signal, one way\n";
     }
-    if has("pipe") || has("unix") {
+    if has(Via::Pipe) || has(Via::Unix) {
         out += "# pipe, unix: -O does not apply (the kernel's buffer is the buffer)\n";
     }
-    if has("shm") && r.params.nbuf.contains(&0) {
+    if has(Via::Shm) && r.params.nbuf.contains(&0) {
         out += "# shm: O=0 runs with one slot\n";
     }
     out

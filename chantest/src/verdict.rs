@@ -20,38 +20,52 @@
 //! is what "10% slower" means. Its price: with fewer than four samples a side no interval at
 //! 95% exists at all (`P(U = 0) > 2.5%`), and such cells are reported as too few to judge.
 //!
-//! A cell is **regressed** only when the whole interval lies above 1 (the slowdown is
-//! significant) *and* the estimate exceeds `1 + threshold` (it matters); **improved** is the
-//! mirror image. The test assumes repetitions are independent; drift between a baseline and
-//! today is what the threshold absorbs, and `--compare` interleaves its two sides so that drift
-//! hits both alike.
+//! # The three-way verdict
+//!
+//! * **regressed**: the whole interval lies above 1 (the slowdown is significant) *and* the
+//!   estimate exceeds `1 + threshold` (it matters);
+//! * **ok**: the interval's upper end lies below `1 + threshold`: the data rule out a
+//!   slowdown of that size (**improved** is the ok whose interval lies wholly below 1 with an
+//!   estimate below `1 / (1 + threshold)`);
+//! * **inconclusive**: neither, e.g. `[0.88, 1.46]`; "no evidence either way" is not "ok".
+//!   [`more_reps`] says about how many more repetitions a side would likely decide it.
+//!
+//! # Many cells
+//!
+//! A run judges every cell, and with `k` cells at 95 % each the chance that *some* cell of an
+//! unchanged build looks regressed would grow with `k`. The interval of each cell is therefore
+//! a Bonferroni interval at `1 − 0.05/k` ([`Interval::ratio_among`]): the chance that any of
+//! the `k` intervals misses its true ratio is at most 5 %, whatever `k` is, and a false
+//! *regressed* also needs the estimate beyond the threshold, so the family-wise false-alarm
+//! rate stays below 2.5 %. The price is wider intervals, i.e. more repetitions to decide.
+//!
+//! The test assumes repetitions are independent. Drift between a saved baseline and today
+//! breaks that, which is why `--against` and `--compare` interleave their two sides,
+//! repetition by repetition, so that drift hits both alike.
 
-use serde::{Deserialize, Serialize};
-use std::fmt;
+use crate::records::{median_sorted, Cell, Change, Interval, Results, Verdict};
+use crate::via::Via;
 
-/// Two-sided confidence level of the interval.
+/// Two-sided confidence level of a run's verdicts, all cells together (see the module docs).
 pub(crate) const CONFIDENCE: f64 = 0.95;
 
 /// Above this many pairs, the exact null distribution gives way to the normal approximation.
 const EXACT_PAIRS: usize = 2500;
-
-/// An estimate of new/old and its confidence interval.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Interval {
-    /// Hodges-Lehmann estimate of the ratio.
-    pub estimate: f64,
-    /// Lower bound (0 when there are too few samples for any interval).
-    pub low: f64,
-    /// Upper bound (`None` when there are too few samples, as JSON has no infinity).
-    pub high: Option<f64>,
-}
 
 impl Interval {
     /// The ratio new/old of two sets of positive samples.
     ///
     /// Both must be non-empty; non-positive samples are clamped to the smallest positive
     /// float so that logarithms stay finite.
+    #[cfg(test)]
     pub(crate) fn ratio(new: &[f64], old: &[f64]) -> Interval {
+        Interval::ratio_among(new, old, 1)
+    }
+
+    /// The ratio new/old of one of `cells` cells judged together: a Bonferroni interval at
+    /// `1 − (1 − CONFIDENCE)/cells`, so that all `cells` intervals hold together at
+    /// [`CONFIDENCE`].
+    pub(crate) fn ratio_among(new: &[f64], old: &[f64], cells: usize) -> Interval {
         assert!(
             !new.is_empty() && !old.is_empty(),
             "Interval::ratio of an empty sample"
@@ -65,7 +79,7 @@ impl Interval {
             .collect();
         d.sort_by(f64::total_cmp);
         let estimate = median_sorted(&d).exp();
-        match critical_u(new.len(), old.len()) {
+        match critical_u(new.len(), old.len(), alpha(cells)) {
             Some(c) => Interval {
                 estimate,
                 low: d[c].exp(),
@@ -80,83 +94,139 @@ impl Interval {
     }
 }
 
-impl fmt::Display for Interval {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.high {
-            Some(h) => write!(f, "[{:.3}, {:.3}]", self.low, h),
-            None => f.write_str("[0, inf]"),
-        }
-    }
-}
-
-/// What a comparison concluded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Verdict {
-    /// Significantly slower, by more than the threshold.
-    Regressed,
-    /// Significantly faster, by more than the threshold.
-    Improved,
-    /// Neither.
-    Ok,
-    /// Fewer than four samples on a side: no 95% interval exists.
-    TooFewReps,
-}
-
 impl Verdict {
     /// Applies the rule in the module docs.
     pub(crate) fn judge(iv: &Interval, threshold: f64) -> Verdict {
         match iv.high {
-            None => Verdict::TooFewReps,
+            None => Verdict::Inconclusive,
             Some(_) if iv.low > 1.0 && iv.estimate > 1.0 + threshold => Verdict::Regressed,
             Some(high) if high < 1.0 && iv.estimate < 1.0 / (1.0 + threshold) => Verdict::Improved,
-            Some(_) => Verdict::Ok,
+            Some(high) if high < 1.0 + threshold => Verdict::Ok,
+            Some(_) => Verdict::Inconclusive,
         }
     }
 }
 
-impl Verdict {
-    /// The name JSON and CSV use.
-    pub(crate) fn key(&self) -> &'static str {
-        match self {
-            Verdict::Regressed => "regressed",
-            Verdict::Improved => "improved",
-            Verdict::Ok => "ok",
-            Verdict::TooFewReps => "too_few_reps",
+impl Results {
+    /// Each new cell against the same cell of `old`.
+    pub(crate) fn against_baseline(&mut self, old: &Results, threshold: f64) {
+        self.against(old, "baseline", threshold);
+    }
+
+    /// Each new cell against the same cell of `old`, which is called `name`; every cell is
+    /// one of the family the verdicts hold for together.
+    pub(crate) fn against(&mut self, old: &Results, name: &str, threshold: f64) {
+        let family = self
+            .cells
+            .iter()
+            .filter(|c| old.cell(&c.key()).is_some())
+            .count();
+        self.changes = self
+            .cells
+            .iter()
+            .enumerate()
+            .filter_map(|(i, new)| {
+                let old = old.cell(&new.key())?;
+                Some(Change::new((i, new), old, name.into(), threshold, family))
+            })
+            .collect();
+    }
+
+    /// The second backend against the first over `chan`, at each point.
+    pub(crate) fn between_backends(&mut self, threshold: f64) {
+        let n = self.lanes().len().max(1);
+        let chan = Via::Chan.name();
+        let family = self.cells.len() / n;
+        self.changes = self
+            .cells
+            .chunks(n)
+            .enumerate()
+            .filter_map(|(point, cells)| {
+                let mut sides = cells.iter().enumerate().filter(|(_, c)| c.via == chan);
+                match (sides.next(), sides.next(), sides.next()) {
+                    (Some((_, a)), Some((j, b)), None) => Some(Change::new(
+                        (point * n + j, b),
+                        a,
+                        format!("{} (A)", a.lock),
+                        threshold,
+                        family,
+                    )),
+                    _ => None,
+                }
+            })
+            .collect();
+    }
+}
+
+impl Change {
+    /// `new` (at index `cell`) against `old`, one of `family` comparisons judged together.
+    fn new(
+        (cell, new): (usize, &Cell),
+        old: &Cell,
+        against: String,
+        threshold: f64,
+        family: usize,
+    ) -> Change {
+        let ratio = Interval::ratio_among(&new.ns_per_msg(), &old.ns_per_msg(), family);
+        let verdict = Verdict::judge(&ratio, threshold);
+        let reps = new.samples.len().min(old.samples.len());
+        Change {
+            lock: new.lock.clone(),
+            against,
+            nbuf: new.nbuf,
+            senders: new.senders,
+            old_ns_per_msg: old.summary.ns_per_msg.median,
+            new_ns_per_msg: new.summary.ns_per_msg.median,
+            verdict,
+            reps,
+            more_reps: (!verdict.decided())
+                .then(|| more_reps(&ratio, reps, threshold, family))
+                .flatten(),
+            ratio,
+            cell,
         }
     }
 }
 
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Verdict::Regressed => "REGRESSED",
-            Verdict::Improved => "improved",
-            Verdict::Ok => "ok",
-            Verdict::TooFewReps => "too few reps",
-        })
-    }
+/// One tail's share of the error of one of `cells` intervals: `(1 − CONFIDENCE)/2/cells`.
+fn alpha(cells: usize) -> f64 {
+    (1.0 - CONFIDENCE) / 2.0 / cells.max(1) as f64
 }
 
-/// The median of sorted, non-empty `v`.
-pub(crate) fn median_sorted(v: &[f64]) -> f64 {
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+/// How many more repetitions a side would likely turn an inconclusive cell into a decided
+/// one, given its interval from `reps` repetitions a side: the log-interval's half-width
+/// shrinks about as `1/√reps`, and it must shrink until the interval clears 1 (when the
+/// estimate is beyond the threshold) or `1 + threshold` (when it is below). `None` when the
+/// estimate sits on the threshold itself, where no number of repetitions is likely to decide.
+pub(crate) fn more_reps(iv: &Interval, reps: usize, threshold: f64, cells: usize) -> Option<usize> {
+    let Some(high) = iv.high else {
+        // No interval yet: the fewest repetitions a side for which one exists.
+        let least = (reps + 1..=64).find(|&r| critical_u(r, r, alpha(cells)).is_some())?;
+        return Some(least - reps);
+    };
+    if iv.low <= 0.0 || !iv.estimate.is_finite() || iv.estimate <= 0.0 {
+        return None;
     }
+    let half = (high.ln() - iv.low.ln()) / 2.0;
+    let (est, edge) = (iv.estimate.ln(), (1.0 + threshold).ln());
+    let room = if est > edge { est } else { edge - est };
+    if room <= 1e-3 || half <= 0.0 {
+        return None;
+    }
+    let want = reps as f64 * (half / room).powi(2);
+    let more = (want - reps as f64).ceil().max(1.0);
+    // Beyond a few thousand the estimate means "not in this run", not a number to plan by.
+    (more <= 10_000.0).then_some(more as usize)
 }
 
-/// The largest `c` with `P(U ≤ c) ≤ (1 − CONFIDENCE)/2` for the rank-sum statistic of samples
-/// of sizes `m` and `n`, or `None` if even `P(U = 0)` is larger.
-fn critical_u(m: usize, n: usize) -> Option<usize> {
-    let alpha = (1.0 - CONFIDENCE) / 2.0;
+/// The largest `c` with `P(U ≤ c) ≤ alpha` for the rank-sum statistic of samples of sizes `m`
+/// and `n`, or `None` if even `P(U = 0)` is larger.
+fn critical_u(m: usize, n: usize, alpha: f64) -> Option<usize> {
     if m * n > EXACT_PAIRS {
         // U has mean mn/2 and variance mn(m+n+1)/12; P(U ≤ c) ≈ Φ((c + ½ − μ)/σ).
         let (m, n) = (m as f64, n as f64);
         let sd = (m * n * (m + n + 1.0) / 12.0).sqrt();
-        let c = (m * n / 2.0 - 0.5 - Z_975 * sd).floor();
+        let c = (m * n / 2.0 - 0.5 - normal_quantile(1.0 - alpha) * sd).floor();
         return (c >= 0.0).then_some(c as usize);
     }
     let counts = rank_sum_counts(m, n);
@@ -175,7 +245,53 @@ fn critical_u(m: usize, n: usize) -> Option<usize> {
 }
 
 /// The 97.5th percentile of the standard normal distribution.
+#[cfg(test)]
 const Z_975: f64 = 1.959_963_984_540_054;
+
+/// The `p` quantile of the standard normal distribution, `0.5 < p < 1` (Acklam's rational
+/// approximation, relative error below 1.2e-9: far finer than a rank interval needs).
+fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        7.784_695_709_041_462e-3,
+        3.224_671_290_700_398e-1,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    let p = p.clamp(0.5, 1.0 - 1e-15);
+    if p <= 0.97575 {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    } else {
+        let q = (-2.0 * (1.0 - p).ln()).sqrt();
+        -(((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    }
+}
 
 /// `counts[u]`: how many of the `C(m+n, m)` orderings of two samples have rank-sum statistic
 /// `U = u`; these are the coefficients of the Gaussian binomial `[m+n choose m]_q`, built row by
@@ -213,13 +329,13 @@ mod tests {
         assert_eq!(c.len(), 26);
         assert_eq!(rank_sum_counts(3, 7).iter().sum::<f64>(), 120.0);
         // Published two-sided 5% critical values of the Mann-Whitney U.
-        assert_eq!(critical_u(3, 3), None);
-        assert_eq!(critical_u(4, 4), Some(0));
-        assert_eq!(critical_u(5, 5), Some(2));
-        assert_eq!(critical_u(6, 6), Some(5));
-        assert_eq!(critical_u(10, 10), Some(23));
-        assert_eq!(critical_u(20, 20), Some(127));
-        assert_eq!(critical_u(5, 8), Some(6));
+        assert_eq!(critical_u(3, 3, alpha(1)), None);
+        assert_eq!(critical_u(4, 4, alpha(1)), Some(0));
+        assert_eq!(critical_u(5, 5, alpha(1)), Some(2));
+        assert_eq!(critical_u(6, 6, alpha(1)), Some(5));
+        assert_eq!(critical_u(10, 10, alpha(1)), Some(23));
+        assert_eq!(critical_u(20, 20, alpha(1)), Some(127));
+        assert_eq!(critical_u(5, 8, alpha(1)), Some(6));
         // The approximation agrees with the exact values where both apply.
         let (m, n) = (40usize, 40usize);
         let exact = {
@@ -241,7 +357,7 @@ mod tests {
             - Z_975 * ((m * n) as f64 * (m + n + 1) as f64 / 12.0).sqrt())
         .floor() as usize;
         assert!(exact.abs_diff(c) <= 1, "exact {exact}, normal {c}");
-        assert_eq!(critical_u(60, 60), Some(1426)); // normal approximation
+        assert_eq!(critical_u(60, 60, alpha(1)), Some(1426)); // normal approximation
     }
 
     #[test]
@@ -250,7 +366,10 @@ mod tests {
         let iv = Interval::ratio(&x, &x);
         assert!((iv.estimate - 1.0).abs() < 1e-12);
         assert!(iv.low < 1.0 && iv.high.unwrap() > 1.0);
-        assert_eq!(Verdict::judge(&iv, 0.0), Verdict::Ok);
+        assert!(iv.high.unwrap() < 1.1, "{iv:?}");
+        assert_eq!(Verdict::judge(&iv, 0.1), Verdict::Ok);
+        // With no threshold an interval that straddles 1 rules nothing out.
+        assert_eq!(Verdict::judge(&iv, 0.0), Verdict::Inconclusive);
     }
 
     #[test]
@@ -261,7 +380,9 @@ mod tests {
         assert!((iv.estimate - 1.5).abs() < 0.05, "{iv:?}");
         assert!(iv.low > 1.0);
         assert_eq!(Verdict::judge(&iv, 0.1), Verdict::Regressed);
-        assert_eq!(Verdict::judge(&iv, 0.6), Verdict::Ok);
+        // Beyond the estimate but not beyond the interval's upper end: not ruled out.
+        assert_eq!(Verdict::judge(&iv, 0.52), Verdict::Inconclusive);
+        assert_eq!(Verdict::judge(&iv, 0.9), Verdict::Ok);
         let back = Interval::ratio(&old, &new);
         assert_eq!(Verdict::judge(&back, 0.1), Verdict::Improved);
     }
@@ -272,14 +393,69 @@ mod tests {
         let new = [125.0, 135.0, 100.0, 140.0, 110.0];
         let iv = Interval::ratio(&new, &old);
         assert!(iv.low <= 1.0, "{iv:?}");
-        assert_eq!(Verdict::judge(&iv, 0.0), Verdict::Ok);
+        assert_eq!(Verdict::judge(&iv, 0.0), Verdict::Inconclusive);
+        assert_eq!(Verdict::judge(&iv, 0.1), Verdict::Inconclusive);
+        let more = more_reps(&iv, 5, 0.1, 1).unwrap();
+        assert!((1..1000).contains(&more), "{more}");
+    }
+
+    /// Synthetic samples: `base` times a spread of ±`noise` (deterministic, evenly spaced).
+    fn noisy(base: f64, noise: f64, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| base * (1.0 + noise * (2.0 * i as f64 / (n - 1) as f64 - 1.0)))
+            .collect()
+    }
+
+    #[test]
+    fn the_three_verdicts() {
+        let old = noisy(100.0, 0.02, 8);
+        // Clearly regressed: 30 % slower, 2 % noise.
+        let iv = Interval::ratio(&noisy(130.0, 0.02, 8), &old);
+        assert_eq!(Verdict::judge(&iv, 0.1), Verdict::Regressed, "{iv:?}");
+        // Clearly ok: the same, 2 % noise, interval well inside 1.10.
+        let iv = Interval::ratio(&noisy(101.0, 0.02, 8), &old);
+        assert_eq!(Verdict::judge(&iv, 0.1), Verdict::Ok, "{iv:?}");
+        assert!(Verdict::Ok.decided());
+        // Inconclusive: 8 % slower with 30 % noise; more repetitions would likely decide.
+        let wide = noisy(100.0, 0.3, 8);
+        let iv = Interval::ratio(&noisy(108.0, 0.3, 8), &wide);
+        assert_eq!(Verdict::judge(&iv, 0.1), Verdict::Inconclusive, "{iv:?}");
+        assert!(!Verdict::Inconclusive.decided());
+        let more = more_reps(&iv, 8, 0.1, 1).unwrap();
+        assert!(more >= 1, "{more}");
+        // Too few for any interval: the fewest that would give one.
+        let iv = Interval::ratio(&[2.0, 2.0], &[1.0, 1.0]);
+        assert_eq!(Verdict::judge(&iv, 0.1), Verdict::Inconclusive);
+        assert_eq!(
+            more_reps(&iv, 2, 0.1, 1),
+            Some(2),
+            "4 a side give a 95 % interval"
+        );
+        assert_eq!(more_reps(&iv, 2, 0.1, 2), Some(3), "2 cells need 5 a side");
+    }
+
+    #[test]
+    fn more_cells_widen_each_interval() {
+        let (old, new) = (noisy(100.0, 0.1, 10), noisy(104.0, 0.1, 10));
+        let one = Interval::ratio_among(&new, &old, 1);
+        let many = Interval::ratio_among(&new, &old, 20);
+        assert!(many.low <= one.low && many.high.unwrap() >= one.high.unwrap());
+        assert!(many.high.unwrap() - many.low > one.high.unwrap() - one.low);
+        assert_eq!(one.estimate, many.estimate);
+    }
+
+    #[test]
+    fn normal_quantiles() {
+        assert!((normal_quantile(0.975) - Z_975).abs() < 1e-8);
+        assert!((normal_quantile(0.995) - 2.575_829_303_548_901).abs() < 1e-8);
+        assert!((normal_quantile(0.5)).abs() < 1e-12);
     }
 
     #[test]
     fn three_reps_cannot_be_judged() {
         let iv = Interval::ratio(&[10.0, 10.0, 10.0], &[1.0, 1.0, 1.0]);
         assert_eq!(iv.high, None);
-        assert_eq!(Verdict::judge(&iv, 0.1), Verdict::TooFewReps);
+        assert_eq!(Verdict::judge(&iv, 0.1), Verdict::Inconclusive);
         assert_eq!(iv.to_string(), "[0, inf]");
     }
 
@@ -289,10 +465,12 @@ mod tests {
             Verdict::Regressed,
             Verdict::Improved,
             Verdict::Ok,
-            Verdict::TooFewReps,
+            Verdict::Inconclusive,
         ] {
             assert_eq!(serde_json::to_value(v).unwrap(), v.key());
         }
+        let old: Verdict = serde_json::from_str("\"too_few_reps\"").unwrap();
+        assert_eq!(old, Verdict::Inconclusive);
     }
 
     #[test]

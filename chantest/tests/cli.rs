@@ -232,12 +232,17 @@ fn baseline_round_trip_passes() {
     // Only a hundredfold slowdown would count, so noise cannot fail this.
     let out = stdout(&run(&format!("--baseline {base} --threshold 100"), 0));
     assert!(out.contains("new/old ns per message"), "{out}");
-    assert!(out.contains("# 0 of 4 cells regressed"), "{out}");
-    // The same cells named explicitly are accepted, and so is a subset.
-    run(
-        &format!("--baseline {base} --threshold 100 -M 2 --lock adaptive -R 2"),
-        0,
+    assert!(
+        out.contains("# 0 of 4 cells regressed, 0 inconclusive"),
+        "{out}"
     );
+    // The same cells named explicitly are accepted, and so is a subset; two repetitions
+    // cannot give an interval, so that is inconclusive (exit 4), never ok.
+    let o = run(
+        &format!("--baseline {base} --threshold 100 -M 2 --lock adaptive -R 2"),
+        4,
+    );
+    assert!(stdout(&o).contains("inconclusive (~"), "{}", stdout(&o));
     let csv = stdout(&run(
         &format!("--baseline {base} --threshold 100 --format csv"),
         0,
@@ -326,7 +331,7 @@ fn save_may_overwrite_its_baseline() {
     let base = save_baseline(&scratch("overwrite"));
     run(
         &format!("--baseline {base} --save {base} --threshold 100 -R 2"),
-        0,
+        4,
     );
     assert_eq!(json(Path::new(&base))["params"]["reps"], 2);
 }
@@ -340,10 +345,185 @@ fn compare_reports_b_against_a() {
     let out = stdout(&o);
     assert!(out.contains("adaptive (A)"), "{out}");
     assert!(out.contains("# 0 of 2 cells regressed"), "{out}");
-    let o = run(&format!("{TINY} --compare sem,adaptive --format json"), 0);
+    let o = run(&format!("{TINY} --compare sem,adaptive --format json"), 4);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(
-        v["changes"][0]["verdict"], "too_few_reps",
+        v["changes"][0]["verdict"], "inconclusive",
         "2 reps a side cannot reach 95%"
     );
+    assert_eq!(v["changes"][0]["reps"], 2);
+    assert!(v["changes"][0]["more_reps"].as_u64().unwrap() >= 2);
+}
+
+/// Writes an executable bash script into `dir` and returns its path.
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn against_itself_runs_both_sides_interleaved() {
+    // Itself, with a hundredfold threshold: the verdict cannot be "regressed", and with five
+    // repetitions a side every interval exists and lies below 101.
+    let o = run(
+        &format!("-N 2000 -R 5 -O 10 -M 1,2 --lock adaptive --against {BIN} --threshold 100 --format json"),
+        0,
+    );
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let changes = v["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 2);
+    for c in changes {
+        assert_eq!(c["verdict"], "ok", "{c}");
+        assert_eq!(c["reps"], 5, "{c}");
+        assert_eq!(c["against"], BIN);
+    }
+    assert_eq!(v["cells"][0]["samples"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn against_exit_statuses() {
+    let dir = scratch("against-status");
+    // Too few repetitions for any interval: inconclusive, exit 4.
+    let o = run(
+        &format!("-N 500 -R 2 -M 1 --lock adaptive --against {BIN}"),
+        4,
+    );
+    assert!(stdout(&o).contains("inconclusive"), "{}", stdout(&o));
+    // A build whose lock holds 20 us longer per acquisition is a thousandfold slower: this
+    // build against it is an improvement (exit 0) ...
+    let slow = slow_build(&dir);
+    let o = run(
+        &format!("-N 300 -R 5 -M 1 --lock adaptive --against {slow} --format json"),
+        0,
+    );
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["changes"][0]["verdict"], "improved", "{v}");
+    // ... and the other way round, regressed (exit 1): this build runs the held lock, the
+    // "old" one a wrapper that drops the hold.
+    let fast = script(
+        &dir,
+        "fast-chantest",
+        &format!(r#"exec {BIN} "${{@/%:hold_ns=20000/}}""#),
+    );
+    let o = run(
+        &format!("-N 300 -R 5 -M 1 --lock adaptive:hold_ns=20000 --against {fast}"),
+        1,
+    );
+    assert!(stdout(&o).contains("REGRESSED"), "{}", stdout(&o));
+}
+
+#[test]
+fn against_refuses_what_is_not_chantest() {
+    let dir = scratch("against-refuse");
+    let garbage = script(&dir, "garbage", "echo 'hello, world'");
+    let other = script(
+        &dir,
+        "other-format",
+        r#"echo '{"format": "other", "version": 1}'"#,
+    );
+    let future = script(
+        &dir,
+        "future",
+        r#"echo '{"format": "chantest-results", "version": 2}'"#,
+    );
+    let refuses = script(
+        &dir,
+        "refuses",
+        "echo 'error: unexpected argument' >&2; exit 2",
+    );
+    for (old, want) in [
+        ("/bin/true".to_string(), "printed nothing"),
+        (garbage, "not JSON"),
+        (other, "`other` document"),
+        (future, "version 2"),
+        (refuses, "refused"),
+        (format!("{}/missing", dir.display()), "cannot run"),
+    ] {
+        let o = run(&format!("-N 300 -R 2 --lock adaptive --against {old}"), 2);
+        let err = stderr(&o);
+        assert!(err.contains(want), "{old}: {err}");
+        assert!(err.contains("chantest"), "{old}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{old}: {err}");
+    }
+}
+
+#[test]
+fn budget_adds_repetitions_until_decided_or_spent() {
+    // A/A with no threshold can hardly ever be decided (ok would need the interval wholly
+    // below 1), so repetitions go on until the two-second budget is spent.
+    let o = Command::new(BIN)
+        .args([
+            "-N",
+            "300",
+            "-R",
+            "4",
+            "-M",
+            "1",
+            "--lock",
+            "adaptive",
+            "--against",
+            BIN,
+        ])
+        .args(["--threshold", "0", "--budget", "2s", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{o:?}");
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let reps = v["changes"][0]["reps"].as_u64().unwrap();
+    assert!(reps > 4, "the budget added repetitions: {reps}");
+    assert_eq!(
+        v["cells"][0]["samples"].as_array().unwrap().len() as u64,
+        reps
+    );
+}
+
+#[test]
+fn budget_stops_once_every_cell_is_decided() {
+    let dir = scratch("budget-decided");
+    let slow = slow_build(&dir);
+    // A hundredfold difference is decided at the first look, long before 60 s.
+    let start = std::time::Instant::now();
+    let o = run(
+        &format!("-N 300 -R 5 -M 1 --lock adaptive --against {slow} --budget 60s --format json"),
+        0,
+    );
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["changes"][0]["reps"], 5, "{v}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(50));
+}
+
+/// A "build" whose adaptive lock busy-waits 20 us in every critical section: this chantest
+/// with `hold_ns=20000` added to its `--lock adaptive`.
+fn slow_build(dir: &Path) -> String {
+    script(
+        dir,
+        "slow-chantest",
+        &format!(r#"exec {BIN} "${{@/#adaptive/adaptive:hold_ns=20000}}""#),
+    )
+}
+
+#[test]
+fn budget_and_calibrate_flags_are_checked() {
+    for (args, want) in [
+        (
+            "--budget 10s",
+            "--budget goes with --against or --calibrate",
+        ),
+        ("--budget 10x --calibrate", "not a duration"),
+        ("--budget 0s --calibrate", "out of range"),
+        ("--hold-ns 50", "go with --calibrate"),
+        ("--calibrate --lock spin", "adaptive lock"),
+        ("--calibrate --lock adaptive:hold_ns=5", "leave it out"),
+        ("--calibrate --runs 1", "two counts"),
+        ("--calibrate --via pipe", "leave out --via"),
+        (
+            "--against /bin/true --baseline x.json",
+            "cannot be used with",
+        ),
+    ] {
+        check_usage_error(&args.split_whitespace().collect::<Vec<_>>(), want);
+    }
 }

@@ -32,6 +32,11 @@ pub struct AdaptiveParams {
     /// How long to keep calling `sched_yield` after spinning, before sleeping on the futex,
     /// in nanoseconds; 0 never yields.
     pub yield_ns: u32,
+    /// A test aid, not a tuning knob: busy-wait this many nanoseconds inside every critical
+    /// section (after the lock is taken), so that a known slowdown can be injected and a
+    /// regression test shown to catch it (`chantest --calibrate`). 0, the default, adds one
+    /// predictable branch on a field already in cache and nothing else.
+    pub hold_ns: u32,
 }
 
 impl AdaptiveParams {
@@ -52,6 +57,7 @@ impl AdaptiveParams {
         spin_ns: 0,
         wait_spin_ns: 2_000,
         yield_ns: 20_000,
+        hold_ns: 0,
     };
 }
 
@@ -73,21 +79,26 @@ impl fmt::Display for AdaptiveParams {
         if self.yield_ns != Self::DEFAULT.yield_ns {
             write!(f, ":yield_ns={}", self.yield_ns)?;
         }
+        if self.hold_ns != Self::DEFAULT.hold_ns {
+            write!(f, ":hold_ns={}", self.hold_ns)?;
+        }
         Ok(())
     }
 }
 
 impl Params for AdaptiveParams {
-    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns"];
+    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns", "hold_ns"];
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "spin_ns" => self.spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             "wait_spin_ns" => self.wait_spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             "yield_ns" => self.yield_ns = parse_num(key, value, 1_000_000_000)? as u32,
+            // Capped at 1 ms: a longer hold only makes a test aid into a hang.
+            "hold_ns" => self.hold_ns = parse_num(key, value, 1_000_000)? as u32,
             _ => {
                 return Err(format!(
-                "unknown parameter `{key}` for adaptive (valid: spin_ns, wait_spin_ns, yield_ns)"
-            ))
+                    "unknown parameter `{key}` for adaptive (valid: spin_ns, wait_spin_ns, yield_ns, hold_ns)"
+                ))
             }
         }
         Ok(())
@@ -135,6 +146,17 @@ fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
 /// How many times a locker that has not slept may find the lock free and lose it to another
 /// before it marks the word CONTENDED and prepares to sleep.
 const LOST_RACES: u32 = 4;
+
+/// Busy-waits `ns` nanoseconds: [`AdaptiveParams::hold_ns`], the injected slowdown. Out of
+/// line and cold so that the lock's fast path keeps its shape when it is 0.
+#[cold]
+#[inline(never)]
+fn hold(ns: u32) {
+    let budget = Budget::start(ns);
+    while !budget.spent() {
+        spin_hint();
+    }
+}
 
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
@@ -302,6 +324,9 @@ unsafe impl Strategy for Adaptive {
             self.lock_contended();
         }
         count!(acquisitions);
+        if self.params.hold_ns != 0 {
+            hold(self.params.hold_ns);
+        }
     }
 
     #[inline]

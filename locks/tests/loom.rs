@@ -56,6 +56,7 @@ fn adaptive_exclusion() {
                 spin_ns: 1000,
                 wait_spin_ns: 1000,
                 yield_ns: 1000,
+                hold_ns: 0,
             })
         },
         2,
@@ -66,6 +67,7 @@ fn adaptive_exclusion() {
                 spin_ns: 0,
                 wait_spin_ns: 0,
                 yield_ns: 0,
+                hold_ns: 0,
             })
         },
         3,

@@ -99,6 +99,7 @@ fn mutual_exclusion_with_unusual_parameters() {
     for name in [
         "adaptive:yield_ns=0",
         "adaptive:spin_ns=100000",
+        "adaptive:hold_ns=200",
         "spin:yields=0:sleep_us=1",
     ] {
         let b: Backend = name.parse().unwrap();
@@ -382,4 +383,29 @@ fn timed<R: locks::lock_api::RawMutexTimed<Duration = Duration> + Send + Sync + 
 fn timed_locking_gives_up_and_still_excludes() {
     timed::<SpinYield>();
     timed::<Adaptive>();
+}
+
+#[test]
+fn hold_ns_is_a_parameter_that_holds_the_lock() {
+    let b: Backend = "adaptive:hold_ns=30".parse().unwrap();
+    assert_eq!(b.to_string(), "adaptive:hold_ns=30");
+    assert_eq!(
+        "adaptive".parse::<Backend>().unwrap().to_string(),
+        "adaptive",
+        "hold_ns=0 is the default and not shown"
+    );
+    let e = "adaptive:hold_ns=2000000".parse::<Backend>().unwrap_err();
+    assert!(e.to_string().contains("hold_ns"), "{e}");
+    // Held 100 us per acquisition: ten acquisitions cannot take much less than 1 ms (a lower
+    // bound only, which load cannot break).
+    let m = "adaptive:hold_ns=100000"
+        .parse::<Backend>()
+        .unwrap()
+        .mutex(0u32);
+    let start = std::time::Instant::now();
+    for _ in 0..10 {
+        *m.lock() += 1;
+    }
+    assert!(start.elapsed() >= std::time::Duration::from_micros(500));
+    assert_eq!(*m.lock(), 10);
 }

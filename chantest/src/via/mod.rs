@@ -12,119 +12,62 @@
 //!
 //! Every transport carries the same records ([`record`]) and the receiver checks them the
 //! same way: per-sender order, and for `-S` above 8 a checksum over every byte. What differs,
-//! and what the figures show, is the mechanism. The `chan` transport lives in
-//! [`crate::workload`]; the others here.
+//! and what the figures show, is the mechanism. Every transport lives here, `chan` included
+//! ([`chan`]); [`spec::Spec`] is the shape of one run, whatever carries it.
 
+mod chan;
 mod futex;
 pub(crate) mod peer;
 pub(crate) mod record;
 mod ring;
 pub(crate) mod shm;
 pub(crate) mod signal;
+pub(crate) mod spec;
 mod stream;
 
-use crate::error::Error;
+use crate::error::{usage, Error};
 use crate::measure::Sample;
-use crate::workload::Spec;
-use std::fmt;
-use std::str::FromStr;
+use locks::Backend;
+use spec::Spec;
+use std::ffi::OsStr;
+use std::process::ExitCode;
 
-/// A liveness check that a blocked party calls every so often; an error ends its wait.
-pub(crate) type Alive<'a> = &'a mut dyn FnMut() -> Result<(), Error>;
+pub(crate) use spec::Via;
 
-/// What carries the messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Via {
-    /// This project's channel, once per lock backend.
-    Chan,
-    /// One pipe.
-    Pipe,
-    /// One unix stream socket pair.
-    Unix,
-    /// A signal ping-pong between two processes.
-    Signal,
-    /// A ring in memory shared with a second process.
-    Shm,
-}
-
-impl Via {
-    /// Every transport, in the order `--help` lists them.
-    pub(crate) const ALL: [Via; 5] = [Via::Chan, Via::Pipe, Via::Unix, Via::Signal, Via::Shm];
-
-    /// The name `--via` and the reports use.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Via::Chan => "chan",
-            Via::Pipe => "pipe",
-            Via::Unix => "unix",
-            Via::Signal => "signal",
-            Via::Shm => "shm",
-        }
-    }
-
-    /// Parses a comma-separated list without repeats.
-    pub(crate) fn parse_list(s: &str) -> Result<Vec<Via>, String> {
-        let mut list = Vec::new();
-        for item in s.split(',') {
-            let via: Via = item.trim().parse()?;
-            if list.contains(&via) {
-                return Err(format!("`{via}` is listed twice"));
-            }
-            list.push(via);
-        }
-        Ok(list)
-    }
-
-    /// Messages in one run of M senders × N values: M×N, except for `signal`, whose N round
-    /// trips are 2N signals, so that its figures are per signal, one way.
-    pub(crate) fn messages(self, senders: u64, per_sender: u64) -> f64 {
-        let per_sender = if self == Via::Signal {
-            2.0 * per_sender as f64
-        } else {
-            per_sender as f64
-        };
-        senders as f64 * per_sender
-    }
-
-    /// The transport that ratios are taken against: `chan` if it is in `vias`, else the
-    /// first.
-    pub(crate) fn reference(vias: &[Via]) -> Via {
-        if vias.contains(&Via::Chan) {
-            Via::Chan
-        } else {
-            vias.first().copied().unwrap_or(Via::Chan)
-        }
-    }
-}
-
-impl fmt::Display for Via {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Via {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Via, String> {
-        Via::ALL.into_iter().find(|v| v.name() == s).ok_or_else(|| {
-            format!("unknown transport `{s}` (expected chan, pipe, unix, signal or shm)")
-        })
-    }
-}
-
-/// One run over `via`, which must not be `chan` (that one runs per lock backend, in
-/// [`crate::workload`]).
-pub(crate) fn run(via: Via, spec: &Spec<'_>) -> Result<Sample, Error> {
+/// One run over `via`; `backend` is the lock of `chan` (the other transports take none).
+pub(crate) fn run(via: Via, backend: &Backend, spec: &Spec<'_>) -> Result<Sample, Error> {
     match via {
+        Via::Chan => chan::run(backend, spec),
         Via::Pipe => stream::run(stream::Kind::Pipe, spec),
         Via::Unix => stream::run(stream::Kind::Unix, spec),
         Via::Signal => signal::run(spec),
         Via::Shm => shm::run(spec),
-        Via::Chan => Err(crate::error::usage!(
-            "internal: chan runs through the workload"
-        )),
     }
+}
+
+/// If this process was started as a peer (`chantest --peer VIA …`, see [`peer`]), runs the
+/// peer and returns its exit status; otherwise `None`, and chantest runs as usual.
+pub(crate) fn main_if_peer() -> Option<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(OsStr::new(peer::FLAG)) {
+        return None;
+    }
+    let args: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+    let (name, rest) = args
+        .split_first()
+        .map_or(("", &[][..]), |(n, r)| (n.as_str(), r));
+    let result = match name.parse::<Via>() {
+        Ok(Via::Shm) => shm::peer(rest),
+        Ok(Via::Signal) => signal::peer(rest),
+        _ => Err(usage!("`{name}` has no peer process")),
+    };
+    Some(match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("chantest: {name} peer: {e}");
+            e.exit_code()
+        }
+    })
 }
 
 #[cfg(test)]

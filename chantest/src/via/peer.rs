@@ -2,7 +2,8 @@
 //! peer.
 //!
 //! The parent re-executes its own binary (`std::env::current_exe()`) as
-//! `chantest --peer VIA ARGS…`. [`crate::main`] looks for `--peer` before parsing any flags,
+//! `chantest --peer VIA ARGS…`. [`crate::main`] looks for `--peer` (through
+//! [`super::main_if_peer`], which starts the transport's peer side) before parsing any flags,
 //! so the peer never shows in `--help`. Re-executing rather than forking keeps the child
 //! free of the parent's threads and locks: after a plain `fork()` of a threaded process only
 //! async-signal-safe calls are allowed, which rules out allocating, let alone running senders.
@@ -20,13 +21,11 @@
 //! Test hook: with `CHANTEST_PEER_DIE_AFTER=n` in the environment, a peer `_exit(9)`s
 //! abruptly once it has sent `n` messages, so that a test can watch the survivor notice.
 
-use super::Via;
 use crate::error::{usage, Error};
 use crate::measure::Usage;
-use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::OwnedFd;
-use std::process::{Child, ChildStdout, Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 
 /// The first argument that makes chantest a peer.
 pub(crate) const FLAG: &str = "--peer";
@@ -38,19 +37,27 @@ pub(crate) const DIE_STATUS: i32 = 9;
 /// The parent's handle on its peer. Dropping it kills and reaps the peer, so that no error
 /// path leaves a child behind.
 pub(crate) struct Peer {
-    via: Via,
+    /// The transport's name (`shm`, `signal`): the peer's first argument, and in messages.
+    via: &'static str,
     child: Child,
     stdout: BufReader<ChildStdout>,
 }
 
 impl Peer {
     /// Starts `chantest --peer VIA ARGS…`, with `stdin` as its standard input (or none).
-    pub(crate) fn spawn(via: Via, args: &[String], stdin: Option<OwnedFd>) -> Result<Peer, Error> {
+    ///
+    /// `via` is the transport's name, as [`super::Via::name`] gives it (a name rather than the
+    /// type, so that this module, which the transports import, imports none of them back).
+    pub(crate) fn spawn(
+        via: &'static str,
+        args: &[String],
+        stdin: Option<OwnedFd>,
+    ) -> Result<Peer, Error> {
         let exe = std::env::current_exe()
             .map_err(|e| usage!("--via {via}: cannot find chantest's own executable: {e}"))?;
         let mut child = Command::new(exe)
             .arg(FLAG)
-            .arg(via.name())
+            .arg(via)
             .args(args)
             .stdin(stdin.map_or_else(Stdio::null, Stdio::from))
             .stdout(Stdio::piped())
@@ -232,31 +239,6 @@ pub(crate) fn parent_alive(parent: libc::pid_t) -> Result<(), Error> {
 pub(crate) fn parent() -> libc::pid_t {
     // SAFETY: getppid has no preconditions and cannot fail.
     unsafe { libc::getppid() }
-}
-
-/// If this process was started as a peer (`chantest --peer VIA …`), runs the peer and returns
-/// its exit status; otherwise `None`, and chantest runs as usual.
-pub(crate) fn main_if_peer() -> Option<ExitCode> {
-    let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() != Some(OsStr::new(FLAG)) {
-        return None;
-    }
-    let args: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
-    let (name, rest) = args
-        .split_first()
-        .map_or(("", &[][..]), |(n, r)| (n.as_str(), r));
-    let result = match name.parse::<Via>() {
-        Ok(Via::Shm) => super::shm::peer(rest),
-        Ok(Via::Signal) => super::signal::peer(rest),
-        _ => Err(usage!("`{name}` has no peer process")),
-    };
-    Some(match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("chantest: {name} peer: {e}");
-            e.exit_code()
-        }
-    })
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@
 //! every one to sum it ([`read`]), and the sum doubles as the integrity check: a record split,
 //! interleaved with another or left stale shows up as a checksum that does not match.
 
+use super::spec::{MAX_PER_SENDER, SEQ_BITS};
 use crate::error::Error;
-use crate::workload::{MAX_PER_SENDER, SEQ_BITS};
 
 /// Bytes of the tag, the seed's ulong: the smallest message.
 pub(crate) const TAG: usize = 8;

@@ -22,7 +22,8 @@
 //! The futexes are process-shared (see [`super::futex`]). Neither side trusts the sizes it
 //! finds in the mapping beyond bounds-checking them against the mapping's length.
 
-use super::{futex, Alive};
+use super::futex;
+use super::spec::Alive;
 use crate::error::Error;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};

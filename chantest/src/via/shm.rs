@@ -14,12 +14,12 @@
 //! changed) and exits too, rather than wait forever for a receiver that is gone.
 
 use super::peer::{self, Peer};
+use super::record;
 use super::ring::{self, Ring, Shape};
-use super::{record, Via};
+use super::spec::{Spec, Via};
 use crate::affinity::{self, Cpus};
 use crate::error::{usage, Error};
 use crate::measure::{Sample, Stamp, Usage};
-use crate::workload::Spec;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -42,10 +42,10 @@ pub(crate) fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
     let (ring, fd) =
         Ring::create(shape).map_err(|e| usage!("--via shm: cannot make the shared ring: {e}"))?;
     // Started before pinning, so that the peer inherits this process's whole CPU mask.
-    let mut peer = Peer::spawn(Via::Shm, &[], Some(fd))?;
+    let mut peer = Peer::spawn(Via::Shm.name(), &[], Some(fd))?;
     peer.ready()?;
     let _restore = match spec.pin {
-        Some(cpus) => Some(pin_receiver(cpus)?),
+        Some(cpus) => Some(affinity::pin_receiver(cpus)?),
         None => None,
     };
 
@@ -67,13 +67,6 @@ pub(crate) fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
         )));
     }
     Ok(Sample::new(end.since(&start), used))
-}
-
-/// Pins the calling thread to the first CPU, returning what restores its mask.
-pub(crate) fn pin_receiver(cpus: &Cpus) -> Result<affinity::Restore, Error> {
-    let restore = affinity::Restore::save().map_err(|e| usage!("--pin: {e}"))?;
-    affinity::pin_current(cpus.nth(0)).map_err(|e| usage!("--pin: {e}"))?;
-    Ok(restore)
 }
 
 /// The peer: maps the ring from stdin and runs the senders.

@@ -18,12 +18,12 @@
 //! apply.
 
 use super::peer::{self, Peer};
+use super::record;
 use super::ring::CHECK_EVERY;
-use super::{record, Alive, Via};
+use super::spec::{Alive, Spec, Via};
 use crate::affinity;
 use crate::error::{usage, Error};
 use crate::measure::{Sample, Stamp, Usage};
-use crate::workload::Spec;
 use std::io;
 
 /// The signal both sides use.
@@ -120,11 +120,11 @@ pub(crate) fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
         .pin
         .map_or_else(|| "-".to_string(), |c| c.nth(1).to_string());
     // Started before pinning, so that the peer can pin itself anywhere in our mask.
-    let mut peer = Peer::spawn(Via::Signal, &[n.to_string(), cpu], None)?;
+    let mut peer = Peer::spawn(Via::Signal.name(), &[n.to_string(), cpu], None)?;
     peer.ready()?;
     let child = peer.pid();
     let _restore = match spec.pin {
-        Some(cpus) => Some(super::shm::pin_receiver(cpus)?),
+        Some(cpus) => Some(affinity::pin_receiver(cpus)?),
         None => None,
     };
 

@@ -21,10 +21,10 @@
 //! buffers for unix) is the buffer, and chantest leaves its size alone.
 
 use super::record;
+use super::spec::Spec;
 use crate::affinity;
 use crate::error::{usage, Error};
 use crate::measure::{Sample, Stamp, Usage};
-use crate::workload::Spec;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -111,7 +111,7 @@ pub(super) fn run(kind: Kind, spec: &Spec<'_>) -> Result<Sample, Error> {
         turns: kind.writers_take_turns(m, size).then(|| Mutex::new(())),
     });
     let _restore = match spec.pin {
-        Some(cpus) => Some(super::shm::pin_receiver(cpus)?),
+        Some(cpus) => Some(affinity::pin_receiver(cpus)?),
         None => None,
     };
 

@@ -8,120 +8,13 @@
 
 use crate::affinity::Cpus;
 use crate::error::{usage, Error};
-use crate::grid::Grid;
+use crate::machine::Machine;
 use crate::measure::Sample;
+use crate::plan::{Lane, Plan, WARMUP};
 use crate::progress::Progress;
-use crate::results::Key;
+use crate::records::{Cell, Params, Results, Summary, FORMAT, VERSION};
+use crate::via::spec::Spec;
 use crate::via::{self, Via};
-use crate::workload::{self, Spec};
-use locks::Backend;
-
-/// Unmeasured rounds per (O, M) point before the measured ones: they fault in stacks and
-/// buffers and let the CPU clock settle.
-pub(crate) const WARMUP: usize = 1;
-
-/// Everything a sweep needs to know.
-#[derive(Clone, Debug)]
-pub(crate) struct Plan {
-    /// The backends `chan` runs with, in report order.
-    pub backends: Vec<Backend>,
-    /// Index into `backends` of the one the others are divided by.
-    pub reference: usize,
-    /// The transports, in report order; `chan` stands for every backend.
-    pub vias: Vec<Via>,
-    /// S: bytes per message.
-    pub size: usize,
-    /// O: channel buffers.
-    pub nbuf: Grid,
-    /// M: senders.
-    pub senders: Grid,
-    /// N: values per sender.
-    pub per_sender: u64,
-    /// R: measured repetitions per cell.
-    pub reps: usize,
-    /// Plan 9's global channel lock.
-    pub global_lock: bool,
-    /// Pin threads to CPUs.
-    pub pin: bool,
-    /// Make sender 0 send a duplicate (to test the check).
-    pub fault: bool,
-}
-
-impl Plan {
-    /// Every (O, M) point in report order: O outer, M inner, each in the order given.
-    pub(crate) fn points(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let ms = self.senders.values();
-        self.nbuf
-            .values()
-            .iter()
-            .flat_map(move |&o| ms.iter().map(move |&m| (o, m)))
-    }
-
-    /// The lanes of every point, in report order: `--via`'s order, with `chan` standing for
-    /// each backend in turn.
-    pub(crate) fn lanes(&self) -> Vec<Lane> {
-        self.vias
-            .iter()
-            .flat_map(|&via| match via {
-                Via::Chan => (0..self.backends.len()).map(Lane::Chan).collect(),
-                other => vec![Lane::Via(other)],
-            })
-            .collect()
-    }
-
-    /// How many runs the sweep makes, warm-ups included.
-    pub(crate) fn total_runs(&self) -> usize {
-        self.points().count() * self.lanes().len() * (WARMUP + self.reps)
-    }
-
-    /// The name a lane's cells carry in the `lock` column.
-    pub(crate) fn lock_name(&self, lane: Lane) -> String {
-        match lane {
-            Lane::Chan(i) => self.backends[i].to_string(),
-            Lane::Via(_) => NO_LOCK.to_string(),
-        }
-    }
-
-    /// The key of every cell the sweep makes, in report order.
-    pub(crate) fn keys(&self) -> Vec<Key> {
-        let lanes = self.lanes();
-        self.points()
-            .flat_map(|(o, m)| {
-                lanes.iter().map(move |&lane| Key {
-                    lock: self.lock_name(lane),
-                    via: lane.via().name().to_string(),
-                    nbuf: o,
-                    senders: m,
-                    per_sender: self.per_sender,
-                    size: self.size as u64,
-                    global_lock: self.global_lock,
-                })
-            })
-            .collect()
-    }
-}
-
-/// The `lock` of a cell whose transport takes no lock backend.
-pub(crate) const NO_LOCK: &str = "-";
-
-/// What one cell runs on: a lock backend over `chan`, or another transport.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Lane {
-    /// `chan` with the backend at this index of the plan's backends.
-    Chan(usize),
-    /// Another transport.
-    Via(Via),
-}
-
-impl Lane {
-    /// The transport.
-    pub(crate) fn via(self) -> Via {
-        match self {
-            Lane::Chan(_) => Via::Chan,
-            Lane::Via(v) => v,
-        }
-    }
-}
 
 /// The samples of one cell.
 #[derive(Clone, Debug, PartialEq)]
@@ -137,7 +30,7 @@ pub(crate) struct Measured {
 }
 
 /// Runs the sweep; cells come back in report order: by point, then by lane.
-pub(crate) fn run(plan: &Plan) -> Result<Vec<Measured>, Error> {
+pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
     if plan.vias.contains(&Via::Signal) {
         // Before any thread starts, so that every thread inherits the block.
         via::signal::block()?;
@@ -170,8 +63,8 @@ pub(crate) fn run(plan: &Plan) -> Result<Vec<Measured>, Error> {
         for round in 0..WARMUP + plan.reps {
             for (i, &lane) in lanes.iter().enumerate() {
                 let sample = match lane {
-                    Lane::Chan(b) => workload::run(&plan.backends[b], &spec)?,
-                    Lane::Via(v) => via::run(v, &spec)?,
+                    Lane::Chan(b) => via::run(Via::Chan, &plan.backends[b], &spec)?,
+                    Lane::Via(v) => via::run(v, &locks::Backend::DEFAULT, &spec)?,
                 };
                 if round >= WARMUP {
                     cells[first + i].samples.push(sample);
@@ -189,10 +82,57 @@ pub(crate) fn run(plan: &Plan) -> Result<Vec<Measured>, Error> {
     Ok(cells)
 }
 
+/// The records of `plan`'s run: what `--save` writes, with every summary computed.
+pub(crate) fn records(plan: &Plan, measured: Vec<Measured>, machine: Machine) -> Results {
+    let lock = |i: usize| plan.backends[i].to_string();
+    let cells = measured
+        .into_iter()
+        .map(|m| Cell {
+            lock: plan.lock_name(m.lane),
+            via: m.lane.via().name().to_string(),
+            nbuf: m.nbuf,
+            senders: m.senders,
+            per_sender: plan.per_sender,
+            size: plan.size as u64,
+            global_lock: plan.global_lock,
+            summary: Summary::default(),
+            samples: m.samples,
+        })
+        .collect();
+    let unix_time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut results = Results {
+        format: FORMAT.to_string(),
+        version: VERSION,
+        unix_time,
+        params: Params {
+            locks: (0..plan.backends.len()).map(lock).collect(),
+            reference: lock(plan.reference),
+            via: plan.vias.iter().map(|v| v.name().to_string()).collect(),
+            size: plan.size as u64,
+            nbuf: plan.nbuf.values().to_vec(),
+            senders: plan.senders.values().to_vec(),
+            per_sender: plan.per_sender,
+            reps: plan.reps,
+            warmup: WARMUP,
+            global_lock: plan.global_lock,
+            pin: plan.pin,
+            stats: locks::stats::ENABLED,
+        },
+        machine,
+        cells,
+        changes: Vec::new(),
+    };
+    results.summarize();
+    results
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grid::Bounds;
+    use crate::grid::{Bounds, Grid};
+    use locks::Backend;
 
     #[test]
     fn runs_every_cell_in_order() {
@@ -215,7 +155,7 @@ mod tests {
             fault: false,
         };
         assert_eq!(plan.total_runs(), 4 * 2 * 3);
-        let cells = run(&plan).unwrap();
+        let cells = sweep(&plan).unwrap();
         let keys: Vec<_> = cells.iter().map(|c| (c.nbuf, c.senders, c.lane)).collect();
         let (a, b) = (Lane::Chan(0), Lane::Chan(1));
         assert_eq!(
@@ -257,7 +197,7 @@ mod tests {
         ];
         assert_eq!(plan.lanes(), lanes);
         assert_eq!(plan.total_runs(), 4 * 2);
-        let cells = run(&plan).unwrap();
+        let cells = sweep(&plan).unwrap();
         assert_eq!(cells.iter().map(|c| c.lane).collect::<Vec<_>>(), lanes);
         let keys = plan.keys();
         assert_eq!((keys[0].lock.as_str(), keys[0].via.as_str()), ("-", "pipe"));

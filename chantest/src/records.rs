@@ -7,11 +7,10 @@ use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
 use crate::machine::Machine;
 use crate::measure::Sample;
-use crate::sweep::{Measured, Plan, NO_LOCK, WARMUP};
-use crate::verdict::{median_sorted, Interval, Verdict};
 use crate::via::{record, Via};
 use locks::Backend;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::path::Path;
 
 /// The `format` field that marks a chantest results file.
@@ -30,6 +29,48 @@ fn default_via() -> String {
 
 fn default_size() -> u64 {
     record::TAG as u64
+}
+
+/// The `lock` of a cell whose transport takes no lock backend.
+pub(crate) const NO_LOCK: &str = "-";
+
+/// What identifies a cell across runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Key {
+    /// The backend, as displayed (`-` for transports that take none).
+    pub lock: String,
+    /// The transport.
+    pub via: String,
+    /// O.
+    pub nbuf: u64,
+    /// M.
+    pub senders: u64,
+    /// N.
+    pub per_sender: u64,
+    /// S.
+    pub size: u64,
+    /// Global lock or per-channel locks.
+    pub global_lock: bool,
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.via != Via::Chan.name() {
+            write!(f, "via={} ", self.via)?;
+        }
+        write!(
+            f,
+            "lock={} O={} M={} N={}",
+            self.lock, self.nbuf, self.senders, self.per_sender
+        )?;
+        if self.size != default_size() {
+            write!(f, " S={}", self.size)?;
+        }
+        if self.global_lock {
+            f.write_str(" --global-lock")?;
+        }
+        Ok(())
+    }
 }
 
 /// A sweep's parameters, machine, cells and (for `--baseline`, `--compare`) changes.
@@ -184,68 +225,33 @@ pub(crate) struct Change {
     pub ratio: Interval,
     /// The conclusion.
     pub verdict: Verdict,
+    /// Repetitions a side behind the verdict (the fewer of the two sides).
+    #[serde(default)]
+    pub reps: usize,
+    /// For an inconclusive verdict: about how many more repetitions a side would likely
+    /// decide it (see [`crate::verdict::more_reps`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_reps: Option<usize>,
     /// Index of the new cell in [`Results::cells`].
     #[serde(skip)]
     pub cell: usize,
 }
 
 impl Results {
-    /// The results of `plan`'s sweep.
-    pub(crate) fn new(plan: &Plan, measured: Vec<Measured>, machine: Machine) -> Results {
-        let lock = |i: usize| plan.backends[i].to_string();
-        let cells = measured
-            .into_iter()
-            .map(|m| Cell {
-                lock: plan.lock_name(m.lane),
-                via: m.lane.via().name().to_string(),
-                nbuf: m.nbuf,
-                senders: m.senders,
-                per_sender: plan.per_sender,
-                size: plan.size as u64,
-                global_lock: plan.global_lock,
-                summary: Summary::default(),
-                samples: m.samples,
-            })
-            .collect();
-        let unix_time = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let mut results = Results {
-            format: FORMAT.to_string(),
-            version: VERSION,
-            unix_time,
-            params: Params {
-                locks: (0..plan.backends.len()).map(lock).collect(),
-                reference: lock(plan.reference),
-                via: plan.vias.iter().map(|v| v.name().to_string()).collect(),
-                size: plan.size as u64,
-                nbuf: plan.nbuf.values().to_vec(),
-                senders: plan.senders.values().to_vec(),
-                per_sender: plan.per_sender,
-                reps: plan.reps,
-                warmup: WARMUP,
-                global_lock: plan.global_lock,
-                pin: plan.pin,
-                stats: locks::stats::ENABLED,
-            },
-            machine,
-            cells,
-            changes: Vec::new(),
-        };
-        results.summarize();
-        results
-    }
-
     /// Reads and checks a file written by `--save`.
     pub(crate) fn load(path: &Path) -> Result<Results, Error> {
         let name = path.display();
         let text = std::fs::read_to_string(path)
             .map_err(|e| usage!("cannot read baseline {name}: {e}"))?;
-        let mut results: Results = serde_json::from_str(&text)
-            .map_err(|e| usage!("baseline {name} is not a chantest results file: {e}"))?;
-        results
-            .validate()
-            .map_err(|e| usage!("baseline {name}: {e}"))?;
+        Results::parse(&text).map_err(|e| usage!("baseline {name}{e}"))
+    }
+
+    /// Reads and checks a results document (a `--save` file, or another chantest's
+    /// `--format json`). The error starts with `: ` or ` is not …`, to follow a name.
+    pub(crate) fn parse(text: &str) -> Result<Results, String> {
+        let mut results: Results = serde_json::from_str(text)
+            .map_err(|e| format!(" is not a chantest results file: {e}"))?;
+        results.validate().map_err(|e| format!(": {e}"))?;
         results.summarize();
         Ok(results)
     }
@@ -348,7 +354,7 @@ impl Results {
     }
 
     /// (via, lock) of each lane, in the order cells of one point come.
-    fn lanes(&self) -> Vec<(String, String)> {
+    pub(crate) fn lanes(&self) -> Vec<(String, String)> {
         self.params
             .via
             .iter()
@@ -364,6 +370,12 @@ impl Results {
                 }
             })
             .collect()
+    }
+
+    /// Whether the run carried messages over `via` (typed, so that reports need not compare
+    /// names).
+    pub(crate) fn has_via(&self, via: Via) -> bool {
+        self.params.via.iter().any(|v| v.parse() == Ok(via))
     }
 
     /// Whether the cells show more than `chan`, so that reports name each cell's transport.
@@ -413,7 +425,7 @@ impl Results {
     }
 
     /// Recomputes every summary from the samples.
-    fn summarize(&mut self) {
+    pub(crate) fn summarize(&mut self) {
         for cell in &mut self.cells {
             cell.summary = Summary::of(cell);
         }
@@ -443,84 +455,14 @@ impl Results {
         }
     }
 
-    /// Each new cell against the same cell of `old`.
-    pub(crate) fn against_baseline(&mut self, old: &Results, threshold: f64) {
-        self.changes = self
-            .cells
-            .iter()
-            .enumerate()
-            .filter_map(|(i, new)| {
-                let old = old.cell(&new.key())?;
-                Some(Change::new((i, new), old, "baseline".into(), threshold))
-            })
-            .collect();
-    }
-
-    /// The second backend against the first over `chan`, at each point.
-    pub(crate) fn between_backends(&mut self, threshold: f64) {
-        let n = self.lanes().len().max(1);
-        let chan = Via::Chan.name();
-        self.changes = self
-            .cells
-            .chunks(n)
-            .enumerate()
-            .filter_map(|(point, cells)| {
-                let mut sides = cells.iter().enumerate().filter(|(_, c)| c.via == chan);
-                match (sides.next(), sides.next(), sides.next()) {
-                    (Some((_, a)), Some((j, b)), None) => Some(Change::new(
-                        (point * n + j, b),
-                        a,
-                        format!("{} (A)", a.lock),
-                        threshold,
-                    )),
-                    _ => None,
-                }
-            })
-            .collect();
-    }
-
     /// Whether any change is a regression.
     pub(crate) fn regressed(&self) -> bool {
         self.changes.iter().any(|c| c.verdict == Verdict::Regressed)
     }
-}
 
-/// What identifies a cell across runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Key {
-    /// The backend, as displayed (`-` for transports that take none).
-    pub lock: String,
-    /// The transport.
-    pub via: String,
-    /// O.
-    pub nbuf: u64,
-    /// M.
-    pub senders: u64,
-    /// N.
-    pub per_sender: u64,
-    /// S.
-    pub size: u64,
-    /// Global lock or per-channel locks.
-    pub global_lock: bool,
-}
-
-impl std::fmt::Display for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.via != Via::Chan.name() {
-            write!(f, "via={} ", self.via)?;
-        }
-        write!(
-            f,
-            "lock={} O={} M={} N={}",
-            self.lock, self.nbuf, self.senders, self.per_sender
-        )?;
-        if self.size != default_size() {
-            write!(f, " S={}", self.size)?;
-        }
-        if self.global_lock {
-            f.write_str(" --global-lock")?;
-        }
-        Ok(())
+    /// Whether any change is inconclusive.
+    pub(crate) fn inconclusive(&self) -> bool {
+        self.changes.iter().any(|c| !c.verdict.decided())
     }
 }
 
@@ -593,27 +535,85 @@ impl Spread {
     }
 }
 
-impl Change {
-    fn new((cell, new): (usize, &Cell), old: &Cell, against: String, threshold: f64) -> Change {
-        let ratio = Interval::ratio(&new.ns_per_msg(), &old.ns_per_msg());
-        Change {
-            lock: new.lock.clone(),
-            against,
-            nbuf: new.nbuf,
-            senders: new.senders,
-            old_ns_per_msg: old.summary.ns_per_msg.median,
-            new_ns_per_msg: new.summary.ns_per_msg.median,
-            verdict: Verdict::judge(&ratio, threshold),
-            ratio,
-            cell,
+/// An estimate of new/old and its confidence interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Interval {
+    /// Hodges-Lehmann estimate of the ratio.
+    pub estimate: f64,
+    /// Lower bound (0 when there are too few samples for any interval).
+    pub low: f64,
+    /// Upper bound (`None` when there are too few samples, as JSON has no infinity).
+    pub high: Option<f64>,
+}
+
+impl fmt::Display for Interval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.high {
+            Some(h) => write!(f, "[{:.3}, {:.3}]", self.low, h),
+            None => f.write_str("[0, inf]"),
         }
+    }
+}
+
+/// What a comparison concluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Verdict {
+    /// Significantly slower, by more than the threshold.
+    Regressed,
+    /// Significantly faster, by more than the threshold.
+    Improved,
+    /// The interval's upper end lies below `1 + threshold`: no slowdown of that size.
+    Ok,
+    /// Neither regressed nor ok, including too few samples for any interval. (Files written
+    /// before the three-way verdict said `too_few_reps`, read as this.)
+    #[serde(alias = "too_few_reps")]
+    Inconclusive,
+}
+
+impl Verdict {
+    /// The name JSON and CSV use.
+    pub(crate) fn key(&self) -> &'static str {
+        match self {
+            Verdict::Regressed => "regressed",
+            Verdict::Improved => "improved",
+            Verdict::Ok => "ok",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// Whether more repetitions could change it.
+    pub(crate) fn decided(self) -> bool {
+        self != Verdict::Inconclusive
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Regressed => "REGRESSED",
+            Verdict::Improved => "improved",
+            Verdict::Ok => "ok",
+            Verdict::Inconclusive => "inconclusive",
+        })
+    }
+}
+
+/// The median of sorted, non-empty `v`.
+pub(crate) fn median_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::Lane;
+    use crate::plan::{Lane, Plan};
+    use crate::run::Measured;
 
     fn plan(backends: Vec<Backend>) -> Plan {
         Plan {
@@ -651,7 +651,7 @@ mod tests {
                 })
             })
             .collect();
-        Results::new(&p, measured, Machine::default())
+        crate::run::records(&p, measured, Machine::default())
     }
 
     #[test]
@@ -730,7 +730,7 @@ mod tests {
                 })
             })
             .collect();
-        Results::new(&p, measured, Machine::default())
+        crate::run::records(&p, measured, Machine::default())
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! One run of erik quanstrom's benchmark: M senders each send N values down one channel with O
+//! `--via chan`: one run of erik quanstrom's benchmark over this project's channel: M senders each send N values down one channel with O
 //! buffers; one receiver takes all M×N.
 //!
 //! The receiver is the calling thread. Everyone starts together behind a barrier, and the run
@@ -13,42 +13,15 @@
 //! channel, as Amiga messages went back with `ReplyMsg` (seed 000), so that a run measures the
 //! channel rather than `malloc` and page faults; a sender allocates only when none is waiting.
 
-use crate::affinity::{self, Cpus};
+use super::record;
+use super::spec::Spec;
+use crate::affinity;
 use crate::error::{usage, Error};
 use crate::measure::{Sample, Stamp, Usage};
-use crate::via::record;
 use chan::Chan;
 use locks::{Backend, Strategy, Visit};
 use std::sync::{Arc, Barrier};
 use std::thread;
-
-/// Bits of a value that hold the sender's sequence number; the sender's id sits above them.
-pub(crate) const SEQ_BITS: u32 = 40;
-/// The most values one sender may send.
-pub(crate) const MAX_PER_SENDER: u64 = (1 << SEQ_BITS) - 1;
-/// The most senders: a thread each, and far beyond what contention studies need.
-pub(crate) const MAX_SENDERS: u64 = 4096;
-/// The most channel buffers (the channel may allocate them up front).
-pub(crate) const MAX_BUFFERS: u64 = 1 << 20;
-
-/// The shape of one run.
-#[derive(Clone, Debug)]
-pub(crate) struct Spec<'a> {
-    /// O: the channel's buffers (0: rendezvous).
-    pub nbuf: usize,
-    /// M: sending threads.
-    pub senders: usize,
-    /// N: values each sender sends.
-    pub per_sender: u64,
-    /// S: bytes per message (8: the value alone).
-    pub size: usize,
-    /// Plan 9's one lock for all channels instead of a lock per channel.
-    pub global_lock: bool,
-    /// Where to pin the threads, if anywhere.
-    pub pin: Option<&'a Cpus>,
-    /// For testing the check: sender 0 sends its value 1 twice, in place of value 2.
-    pub fault: bool,
-}
 
 /// Runs the workload once with `backend`'s lock, monomorphized for its strategy.
 pub(crate) fn run(backend: &Backend, spec: &Spec<'_>) -> Result<Sample, Error> {
@@ -241,6 +214,7 @@ fn send_all<T, S: Strategy>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::affinity::Cpus;
 
     fn spec(nbuf: usize, senders: usize, per_sender: u64) -> Spec<'static> {
         Spec {

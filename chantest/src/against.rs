@@ -1,0 +1,282 @@
+//! `--against OLD_CHANTEST`: the same cells run by this build and by another, interleaved.
+//!
+//! Each repetition of each cell is one fresh process per side: `chantest -O o -M m -N n -R 3
+//! --lock L --format json` (plus `--pin`, `--global-lock`, `--via`, `-S` where the plan has
+//! them), which runs its own warm-up round and [`ROUNDS`] measured rounds and prints a results
+//! document; the repetition's figure is the median of those rounds. The two sides take turns, repetition by repetition, and which side goes first
+//! alternates, so that whatever drifts (clock, other load, placement) falls on both alike,
+//! and neither side is always the one that runs just after the other.
+//!
+//! The protocol is the results document itself: its `format` and `version` fields are the
+//! handshake. Any chantest build whose `--format json` prints [`FORMAT`] version [`VERSION`]
+//! can be compared against, including builds from before `--against` existed; anything else
+//! (a different program, an older or newer format, garbage) is refused with exit 2 before a
+//! verdict is given. Our own side is run the same way, through `current_exe`, so both sides
+//! pay the same start-up and warm-up.
+//!
+//! With `--budget`, repetitions continue (for the undecided cells only) until every cell is
+//! decided or the budget is spent.
+
+use crate::error::{usage, Error};
+use crate::machine::Machine;
+use crate::measure::Sample;
+use crate::plan::{Lane, Plan};
+use crate::records::{Interval, Verdict};
+use crate::records::{Results, FORMAT, VERSION};
+use crate::run::Measured;
+use crate::via::{record, Via};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Measured rounds in each process; the median is the repetition's sample. One round would
+/// leave each sample at the mercy of one preemption on a loaded machine; the median of three
+/// shrugs one off, for 1.5x the time. Repetitions stay independent: each is its own process,
+/// with its own placement and start-up.
+pub(crate) const ROUNDS: usize = 3;
+
+/// Most repetitions a side per cell, budget or not: beyond this the interval narrows too
+/// slowly to matter, and a stuck comparison should end.
+pub(crate) const MAX_REPS: usize = 400;
+
+/// One side of a comparison: a chantest binary, and optionally an injected lock hold.
+#[derive(Clone, Debug)]
+pub(crate) struct Side {
+    /// The binary.
+    pub exe: PathBuf,
+    /// `adaptive:hold_ns=N` instead of the plan's lock (calibration's slowed side).
+    pub hold_ns: Option<u32>,
+}
+
+impl Side {
+    /// This build.
+    pub(crate) fn this() -> Result<Side, Error> {
+        let exe = std::env::current_exe()
+            .map_err(|e| usage!("cannot find chantest's own executable: {e}"))?;
+        Ok(Side { exe, hold_ns: None })
+    }
+
+    /// Another build at `path`.
+    pub(crate) fn other(path: &Path) -> Side {
+        Side {
+            exe: path.to_path_buf(),
+            hold_ns: None,
+        }
+    }
+}
+
+/// A finished comparison.
+pub(crate) struct Outcome {
+    /// The new side's results, with the comparison in `changes`.
+    pub results: Results,
+    /// How long it took.
+    pub wall: Duration,
+}
+
+/// Runs `plan`'s cells with `new` and `old`, interleaved, and judges each cell: at least
+/// `plan.reps` repetitions a side, then, within `budget`, more for the undecided cells.
+pub(crate) fn compare(
+    plan: &Plan,
+    new: &Side,
+    old: &Side,
+    threshold: f64,
+    budget: Option<Duration>,
+) -> Result<Outcome, Error> {
+    let start = Instant::now();
+    let cells: Vec<(u64, u64, Lane)> = plan
+        .points()
+        .flat_map(|(o, m)| plan.lanes().into_iter().map(move |l| (o, m, l)))
+        .collect();
+    let family = cells.len();
+    let mut samples: Vec<[Vec<Sample>; 2]> = vec![[Vec::new(), Vec::new()]; family];
+    let msgs = |&(_, m, lane): &(u64, u64, Lane)| lane.via().messages(m, plan.per_sender);
+    let decided = |i: usize, s: &[Vec<Sample>; 2]| {
+        let per = |v: &Vec<Sample>| -> Vec<f64> {
+            v.iter().map(|x| x.ns as f64 / msgs(&cells[i])).collect()
+        };
+        let iv = Interval::ratio_among(&per(&s[0]), &per(&s[1]), family);
+        Verdict::judge(&iv, threshold).decided()
+    };
+    let out_of_time = || budget.is_none_or(|b| start.elapsed() >= b);
+    let mut round = 0;
+    loop {
+        let todo: Vec<usize> = (0..family)
+            .filter(|&i| round < plan.reps || !decided(i, &samples[i]))
+            .collect();
+        if todo.is_empty() || round >= MAX_REPS || (round >= plan.reps && out_of_time()) {
+            break;
+        }
+        for i in todo {
+            if round >= plan.reps && out_of_time() {
+                break;
+            }
+            // Alternate which side goes first, by repetition and by cell.
+            let sides = if (round + i) % 2 == 0 {
+                [(0, new), (1, old)]
+            } else {
+                [(1, old), (0, new)]
+            };
+            for (k, side) in sides {
+                let sample = run_one(plan, cells[i], side)?;
+                samples[i][k].push(sample);
+            }
+        }
+        round += 1;
+    }
+    let measured = |k: usize| -> Vec<Measured> {
+        cells
+            .iter()
+            .zip(&samples)
+            .map(|(&(nbuf, senders, lane), s)| Measured {
+                lane,
+                nbuf,
+                senders,
+                samples: s[k].clone(),
+            })
+            .collect()
+    };
+    let machine = Machine::describe();
+    let mut results = crate::run::records(plan, measured(0), machine.clone());
+    let before = crate::run::records(plan, measured(1), machine);
+    results.against(&before, &old.exe.display().to_string(), threshold);
+    Ok(Outcome {
+        results,
+        wall: start.elapsed(),
+    })
+}
+
+/// The flags that make `side` run one repetition of one cell.
+fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "-O".into(),
+        o.to_string(),
+        "-M".into(),
+        m.to_string(),
+        "-N".into(),
+        plan.per_sender.to_string(),
+        "-R".into(),
+        ROUNDS.to_string(),
+        "--format".into(),
+        "json".into(),
+    ]
+    .into();
+    if let Lane::Chan(b) = lane {
+        let lock = match side.hold_ns {
+            Some(h) => format!("{}:hold_ns={h}", plan.backends[b]),
+            None => plan.backends[b].to_string(),
+        };
+        a.extend(["--lock".into(), lock]);
+    }
+    // Only what differs from the defaults, so that builds from before a flag still run.
+    if lane.via() != Via::Chan {
+        a.extend(["--via".into(), lane.via().name().into()]);
+    }
+    if plan.size != record::TAG {
+        a.extend(["-S".into(), plan.size.to_string()]);
+    }
+    if plan.global_lock {
+        a.push("--global-lock".into());
+    }
+    if plan.pin {
+        a.push("--pin".into());
+    }
+    a
+}
+
+/// One process of `side`: one repetition of one cell; the median of its measured rounds.
+fn run_one(plan: &Plan, cell: (u64, u64, Lane), side: &Side) -> Result<Sample, Error> {
+    let args = args(plan, cell, side);
+    let exe = side.exe.display();
+    let shown = || format!("{exe} {}", args.join(" "));
+    let out = Command::new(&side.exe)
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| usage!("--against: cannot run {exe}: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    match out.status.code() {
+        Some(0) => {}
+        Some(2) => {
+            return Err(usage!(
+                "--against: {exe} refused `{}`: {first}",
+                args.join(" ")
+            ))
+        }
+        Some(3) => return Err(Error::Transport(format!("{}: {first}", shown()))),
+        _ => {
+            return Err(usage!(
+                "--against: `{}` failed ({}){}{first}",
+                shown(),
+                out.status,
+                if first.is_empty() { "" } else { ": " }
+            ))
+        }
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc = speaks(&text).map_err(|why| {
+        usage!(
+            "--against: {exe} does not speak chantest's results format ({FORMAT} version \
+             {VERSION}): {why}"
+        )
+    })?;
+    let (o, m, lane) = cell;
+    match &doc.cells[..] {
+        [c] if c.nbuf == o
+            && c.senders == m
+            && c.per_sender == plan.per_sender
+            && c.via == lane.via().name()
+            && !c.samples.is_empty() =>
+        {
+            let mut rounds = c.samples.clone();
+            rounds.sort_by_key(|x| x.ns);
+            Ok(rounds[(rounds.len() - 1) / 2])
+        }
+        _ => Err(usage!(
+            "--against: {exe} answered `{}` with other cells than the one asked for",
+            args.join(" ")
+        )),
+    }
+}
+
+/// The results document another chantest printed, or why it is not one.
+fn speaks(text: &str) -> Result<Results, String> {
+    if text.trim().is_empty() {
+        return Err("it printed nothing".into());
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|_| "its output is not JSON".to_string())?;
+    match (v.get("format").and_then(|f| f.as_str()), v.get("version")) {
+        (Some(FORMAT), Some(ver)) if ver.as_u64() == Some(u64::from(VERSION)) => {}
+        (Some(FORMAT), Some(ver)) => return Err(format!("it writes version {ver}")),
+        (Some(f), _) => return Err(format!("its output is a `{f}` document")),
+        (None, _) => return Err("its output has no format field".into()),
+    }
+    Results::parse(text).map_err(|e| format!("its document{e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_is_not_a_results_document() {
+        for (text, want) in [
+            ("", "printed nothing"),
+            ("hello", "not JSON"),
+            ("{}", "no format field"),
+            (r#"{"format": "other", "version": 1}"#, "`other` document"),
+            (
+                r#"{"format": "chantest-results", "version": 7}"#,
+                "version 7",
+            ),
+            (
+                r#"{"format": "chantest-results", "version": 1}"#,
+                "its document is not",
+            ),
+        ] {
+            let e = speaks(text).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+}

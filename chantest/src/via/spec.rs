@@ -1,0 +1,120 @@
+//! What the transports share: which one ([`Via`]), the shape of one run ([`Spec`]), the
+//! limits, and the liveness check a blocked party calls ([`Alive`]). The transports import
+//! these from here rather than from `via` itself, which imports each of them.
+
+use crate::affinity::Cpus;
+use crate::error::Error;
+use std::fmt;
+use std::str::FromStr;
+
+/// Bits of a value that hold the sender's sequence number; the sender's id sits above them.
+pub(crate) const SEQ_BITS: u32 = 40;
+/// The most values one sender may send.
+pub(crate) const MAX_PER_SENDER: u64 = (1 << SEQ_BITS) - 1;
+/// The most senders: a thread each, and far beyond what contention studies need.
+pub(crate) const MAX_SENDERS: u64 = 4096;
+/// The most channel buffers (the channel may allocate them up front).
+pub(crate) const MAX_BUFFERS: u64 = 1 << 20;
+
+/// The shape of one run.
+#[derive(Clone, Debug)]
+pub(crate) struct Spec<'a> {
+    /// O: the channel's buffers (0: rendezvous).
+    pub nbuf: usize,
+    /// M: sending threads.
+    pub senders: usize,
+    /// N: values each sender sends.
+    pub per_sender: u64,
+    /// S: bytes per message (8: the value alone).
+    pub size: usize,
+    /// Plan 9's one lock for all channels instead of a lock per channel.
+    pub global_lock: bool,
+    /// Where to pin the threads, if anywhere.
+    pub pin: Option<&'a Cpus>,
+    /// For testing the check: sender 0 sends its value 1 twice, in place of value 2.
+    pub fault: bool,
+}
+
+/// A liveness check that a blocked party calls every so often; an error ends its wait.
+pub(crate) type Alive<'a> = &'a mut dyn FnMut() -> Result<(), Error>;
+
+/// What carries the messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Via {
+    /// This project's channel, once per lock backend.
+    Chan,
+    /// One pipe.
+    Pipe,
+    /// One unix stream socket pair.
+    Unix,
+    /// A signal ping-pong between two processes.
+    Signal,
+    /// A ring in memory shared with a second process.
+    Shm,
+}
+
+impl Via {
+    /// Every transport, in the order `--help` lists them.
+    pub(crate) const ALL: [Via; 5] = [Via::Chan, Via::Pipe, Via::Unix, Via::Signal, Via::Shm];
+
+    /// The name `--via` and the reports use.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Via::Chan => "chan",
+            Via::Pipe => "pipe",
+            Via::Unix => "unix",
+            Via::Signal => "signal",
+            Via::Shm => "shm",
+        }
+    }
+
+    /// Parses a comma-separated list without repeats.
+    pub(crate) fn parse_list(s: &str) -> Result<Vec<Via>, String> {
+        let mut list = Vec::new();
+        for item in s.split(',') {
+            let via: Via = item.trim().parse()?;
+            if list.contains(&via) {
+                return Err(format!("`{via}` is listed twice"));
+            }
+            list.push(via);
+        }
+        Ok(list)
+    }
+
+    /// Messages in one run of M senders × N values: M×N, except for `signal`, whose N round
+    /// trips are 2N signals, so that its figures are per signal, one way.
+    pub(crate) fn messages(self, senders: u64, per_sender: u64) -> f64 {
+        let per_sender = if self == Via::Signal {
+            2.0 * per_sender as f64
+        } else {
+            per_sender as f64
+        };
+        senders as f64 * per_sender
+    }
+
+    /// The transport that ratios are taken against: `chan` if it is in `vias`, else the
+    /// first.
+    pub(crate) fn reference(vias: &[Via]) -> Via {
+        if vias.contains(&Via::Chan) {
+            Via::Chan
+        } else {
+            vias.first().copied().unwrap_or(Via::Chan)
+        }
+    }
+}
+
+impl fmt::Display for Via {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Via {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Via, String> {
+        Via::ALL.into_iter().find(|v| v.name() == s).ok_or_else(|| {
+            format!("unknown transport `{s}` (expected chan, pipe, unix, signal or shm)")
+        })
+    }
+}
