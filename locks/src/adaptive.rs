@@ -408,10 +408,13 @@ impl AdaptiveWaiter {
         // A spin pays only while the partner runs on another CPU; `SpinHistory` stops this
         // thread spinning when its recent spins were wasted (say, the scheduler put both
         // parties on one CPU, where a spin only delays the partner).
-        let spin_ns = SpinHistory::budget(p.wait_spin_ns);
-        let mut s = spin_while(&self.state, EMPTY, spin_ns);
-        if spin_ns != 0 && worth_spinning() {
-            SpinHistory::record(s != EMPTY);
+        let mut s = self.state.load(Relaxed);
+        if s == EMPTY && p.wait_spin_ns != 0 && worth_spinning() {
+            let spin_ns = SpinHistory::budget(p.wait_spin_ns);
+            if spin_ns != 0 {
+                s = spin_while(&self.state, EMPTY, spin_ns);
+                SpinHistory::record(s != EMPTY);
+            }
         }
         if s == EMPTY {
             s = yield_while(&self.state, EMPTY, p.yield_ns);

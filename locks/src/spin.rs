@@ -90,14 +90,18 @@ mod imp {
     #[inline]
     pub(crate) fn worth_spinning() -> bool {
         match CPUS.load(Relaxed) {
-            UNKNOWN => {
-                let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-                let v = if n > 1 { MANY } else { ONE };
-                CPUS.store(v, Relaxed);
-                v == MANY
-            }
+            UNKNOWN => count_cpus(),
             v => v == MANY,
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_cpus() -> bool {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let v = if n > 1 { MANY } else { ONE };
+        CPUS.store(v, Relaxed);
+        v == MANY
     }
 }
 
