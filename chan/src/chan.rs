@@ -180,7 +180,7 @@ impl<T, W: locks::Waiter> State<T, W> {
 
     /// Hands `v` to the first waiting receiver, or buffers it if every queued one turns out
     /// to have given up. (Inlined: its callers are already off the common path, which
-    /// `Chan::send_impl` writes out for itself.)
+    /// `Chan::send_impl` takes through `buffer_plainly`.)
     #[inline]
     fn send_to_receiver(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
         match self.recvq.claim(false) {
@@ -204,12 +204,35 @@ impl<T, W: locks::Waiter> State<T, W> {
         if self.flags & SENDERS != 0 {
             return self.recv_with_senders();
         }
+        self.take_buffered().map(|v| (v, None))
+    }
+
+    /// The common send, which `Chan::send_impl` tries before anything else: open, nobody
+    /// waiting (no flags: a queued sender implies a full buffer), room within the capacity
+    /// and within the ring's memory. Short enough to compile to a path that keeps to
+    /// registers.
+    #[inline]
+    fn buffer_plainly(&mut self, v: T) -> Result<(), T> {
+        if self.flags == 0 && self.buf.len() < self.cap && !self.buf.is_full() {
+            self.buf.push(v);
+            return Ok(());
+        }
+        Err(v)
+    }
+
+    /// The common receive: a value buffered and no sender queued (which would mean a full
+    /// buffer to refill).
+    #[inline]
+    fn take_buffered(&mut self) -> Option<T> {
+        if self.flags & SENDERS != 0 {
+            return None;
+        }
         let v = self.buf.pop()?;
         if self.buf.is_empty() && self.buf.capacity() > RESERVE {
             // Drained: a backlog's memory goes back.
             self.give_back_memory();
         }
-        Some((v, None))
+        Some(v)
     }
 
     /// A receive while senders are queued, which means the buffer is full (or there is
@@ -639,14 +662,10 @@ impl<T, L: Strategy> Chan<T, L> {
             }
         }
         let mut st = sh.lock();
-        // The common case, written out so that it compiles to a short path that keeps to
-        // registers: open, no receiver waiting (no flags: a queued sender implies a full
-        // buffer), room within the capacity and within the ring's memory.
-        if st.flags == 0 && st.buf.len() < st.cap && !st.buf.is_full() {
-            st.buf.push(v);
-            return Ok(());
+        match st.buffer_plainly(v) {
+            Ok(()) => Ok(()),
+            Err(v) => self.send_locked(st, v, wait),
         }
-        self.send_locked(st, v, wait)
     }
 
     /// A send that found the lock's state other than the common case: closed, a receiver
@@ -725,17 +744,10 @@ impl<T, L: Strategy> Chan<T, L> {
             }
         }
         let mut st = sh.lock();
-        // The common case written out, as in `send_impl`: no sender queued (which would mean
-        // a full buffer to refill) and a value buffered.
-        if st.flags & SENDERS == 0 {
-            if let Some(v) = st.buf.pop() {
-                if st.buf.is_empty() && st.buf.capacity() > RESERVE {
-                    st.give_back_memory();
-                }
-                return Ok(v);
-            }
+        match st.take_buffered() {
+            Some(v) => Ok(v),
+            None => self.recv_locked(st, wait),
         }
-        self.recv_locked(st, wait)
     }
 
     /// A receive that found the lock's state other than the common case: nothing buffered,
