@@ -52,8 +52,10 @@ mod rng;
 mod sync;
 mod waitq;
 
-pub use crate::alt::{Alt, Fired};
-pub use crate::chan::Chan;
+pub use crate::alt::{Alt, AltFuture, Fired};
+#[cfg(feature = "stream")]
+pub use crate::chan::RecvStream;
+pub use crate::chan::{Chan, RecvFuture, SendFuture};
 pub use crate::endpoints::{Receiver, RecvEnd, SendEnd, Sender};
 pub use crate::error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
