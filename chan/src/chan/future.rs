@@ -23,7 +23,8 @@
 //! executor's code) and replaced, on a poll with a waker that would not wake the stored one,
 //! under the lock of the channel the node is queued on.
 
-use super::{wake, Chan, Locked, Shared, State};
+use super::{wake, Chan, Locked, Shared, State, CLOSED, LEN, RECEIVERS, SENDERS};
+use crate::sync::Ordering::Relaxed;
 use crate::error::{RecvError, SendError};
 use crate::waitq::{Context, Node, Selected, Wake};
 use crate::{Receiver, Sender};
@@ -162,11 +163,18 @@ impl<T, W: Waiter> Op<T, W> {
         }
     }
 
-    /// Drop of a queued operation: see the module docs for where a value goes.
+    /// Drop of an operation: nothing to do unless it is queued.
+    #[inline(always)]
     fn cancel<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
-        if self.stage.get() != Stage::Queued {
-            return;
+        if self.stage.get() == Stage::Queued {
+            self.cancel_queued(sh, dir);
         }
+    }
+
+    /// Drop of a queued operation: see the module docs for where a value goes.
+    #[cold]
+    #[inline(never)]
+    fn cancel_queued<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
         self.stage.set(Stage::Done);
         let mut st = sh.lock();
         if self.ctx.abort() {
@@ -210,6 +218,12 @@ impl<T, W: Waiter> Op<T, W> {
                 });
             }
             Stage::Done => panic!("a send future polled after it completed"),
+        }
+        // A hint, read without the fence that makes it exact: if the send looks bound to
+        // wait, get the waker now rather than lock twice.
+        let s = sh.summary.load(Relaxed);
+        if s & (CLOSED | RECEIVERS) == 0 && (s & LEN) as usize >= sh.cap {
+            self.install(cx.waker());
         }
         loop {
             // SAFETY: not queued: the slot is ours.
@@ -258,6 +272,10 @@ impl<T, W: Waiter> Op<T, W> {
                 return Poll::Ready(unsafe { self.node.take() }.ok_or(RecvError));
             }
             Stage::Done => panic!("a receive future polled after it completed"),
+        }
+        // As for a send: a receive that looks bound to wait gets its waker first.
+        if sh.summary.load(Relaxed) & (LEN | SENDERS | CLOSED) == 0 {
+            self.install(cx.waker());
         }
         loop {
             let mut st = sh.lock();
