@@ -19,7 +19,14 @@ use std::time::{Duration, Instant};
 
 const BUFFERS: [usize; 4] = [0, 1, 10, 100];
 const SENDERS: [usize; 3] = [1, 2, 8];
-const IMPLS: [&str; 6] = ["ours", "ours-sem", "flume", "kanal", "async-channel", "tokio"];
+const IMPLS: [&str; 6] = [
+    "ours",
+    "ours-sem",
+    "flume",
+    "kanal",
+    "async-channel",
+    "tokio",
+];
 
 fn fail(msg: impl std::fmt::Display) -> ! {
     eprintln!("async_grid: {msg}");
@@ -39,7 +46,10 @@ impl Check {
     fn see(&mut self, v: u64) {
         let (s, i) = ((v >> 40) as usize, v & ((1 << 40) - 1));
         if self.next[s] != i {
-            fail(format_args!("sender {s}: got {i}, expected {}", self.next[s]));
+            fail(format_args!(
+                "sender {s}: got {i}, expected {}",
+                self.next[s]
+            ));
         }
         self.next[s] += 1;
     }
@@ -88,18 +98,54 @@ macro_rules! workload {
 /// One run of one cell; `None` where the implementation has no such channel.
 fn run(imp: &str, rt: &tokio::runtime::Runtime, o: usize, m: usize, n: u64) -> Option<Duration> {
     Some(match imp {
-        "ours" => workload!(rt, m, n, Chan::<u64>::new(o).split(),
-            |tx, v| tx.send_async(v).await.unwrap(), |rx| rx.recv_async().await.unwrap()),
-        "ours-sem" => workload!(rt, m, n, Chan::<u64, locks::SemLock>::new(o).split(),
-            |tx, v| tx.send_async(v).await.unwrap(), |rx| rx.recv_async().await.unwrap()),
-        "flume" => workload!(rt, m, n, flume::bounded::<u64>(o),
-            |tx, v| tx.send_async(v).await.unwrap(), |rx| rx.recv_async().await.unwrap()),
-        "kanal" => workload!(rt, m, n, kanal::bounded_async::<u64>(o),
-            |tx, v| tx.send(v).await.unwrap(), |rx| rx.recv().await.unwrap()),
-        "async-channel" if o > 0 => workload!(rt, m, n, async_channel::bounded::<u64>(o),
-            |tx, v| tx.send(v).await.unwrap(), |rx| rx.recv().await.unwrap()),
-        "tokio" if o > 0 => workload!(rt, m, n, tokio::sync::mpsc::channel::<u64>(o),
-            |tx, v| tx.send(v).await.unwrap(), |rx| rx.recv().await.unwrap()),
+        "ours" => workload!(
+            rt,
+            m,
+            n,
+            Chan::<u64>::new(o).split(),
+            |tx, v| tx.send_async(v).await.unwrap(),
+            |rx| rx.recv_async().await.unwrap()
+        ),
+        "ours-sem" => workload!(
+            rt,
+            m,
+            n,
+            Chan::<u64, locks::SemLock>::new(o).split(),
+            |tx, v| tx.send_async(v).await.unwrap(),
+            |rx| rx.recv_async().await.unwrap()
+        ),
+        "flume" => workload!(
+            rt,
+            m,
+            n,
+            flume::bounded::<u64>(o),
+            |tx, v| tx.send_async(v).await.unwrap(),
+            |rx| rx.recv_async().await.unwrap()
+        ),
+        "kanal" => workload!(
+            rt,
+            m,
+            n,
+            kanal::bounded_async::<u64>(o),
+            |tx, v| tx.send(v).await.unwrap(),
+            |rx| rx.recv().await.unwrap()
+        ),
+        "async-channel" if o > 0 => workload!(
+            rt,
+            m,
+            n,
+            async_channel::bounded::<u64>(o),
+            |tx, v| tx.send(v).await.unwrap(),
+            |rx| rx.recv().await.unwrap()
+        ),
+        "tokio" if o > 0 => workload!(
+            rt,
+            m,
+            n,
+            tokio::sync::mpsc::channel::<u64>(o),
+            |tx, v| tx.send(v).await.unwrap(),
+            |rx| rx.recv().await.unwrap()
+        ),
         "async-channel" | "tokio" => return None,
         other => fail(format_args!("unknown implementation `{other}`")),
     })
@@ -119,7 +165,10 @@ fn main() {
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut val = || args.next().unwrap_or_else(|| fail(format_args!("{a} wants a value")));
+        let mut val = || {
+            args.next()
+                .unwrap_or_else(|| fail(format_args!("{a} wants a value")))
+        };
         match a.as_str() {
             "-N" => n = val().parse().unwrap_or_else(|_| fail("-N wants a number")),
             "-R" => reps = val().parse().unwrap_or_else(|_| fail("-R wants a number")),

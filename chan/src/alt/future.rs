@@ -236,7 +236,7 @@ impl<L: Strategy> Drop for AltFuture<'_, '_, L> {
         if !aborted {
             // The partner may still be about to signal: it must be done with us first.
             while !self.ctx.task_signalled() {
-                std::thread::yield_now();
+                crate::sync::yield_now();
             }
         }
         self.finish_all();

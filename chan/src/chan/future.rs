@@ -24,8 +24,8 @@
 //! under the lock of the channel the node is queued on.
 
 use super::{wake, Chan, Locked, Shared, State, CLOSED, LEN, RECEIVERS, SENDERS};
-use crate::sync::Ordering::Relaxed;
 use crate::error::{RecvError, SendError};
+use crate::sync::Ordering::Relaxed;
 use crate::waitq::{Context, Node, Selected, Wake};
 use crate::{Receiver, Sender};
 use locks::{Adaptive, Strategy, Waiter};
@@ -195,7 +195,7 @@ impl<T, W: Waiter> Op<T, W> {
         wake(w);
         // The partner may still be about to signal: it must be done with us before we go.
         while !self.ctx.task_signalled() {
-            std::thread::yield_now();
+            crate::sync::yield_now();
         }
     }
 
