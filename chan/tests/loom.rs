@@ -291,25 +291,27 @@ fn a_waiter_returning_early_is_waited_again() {
 // raises a loom flag.
 
 mod task {
-    use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use loom::sync::Notify;
     use std::future::Future;
     use std::pin::Pin;
     use std::sync::Arc;
     use std::task::{Context, Poll, Wake, Waker};
 
-    pub(crate) struct Flag(pub(crate) AtomicBool);
+    /// A waker that stores a permit (loom's `Notify`): a lost wake-up leaves its task waiting
+    /// for ever, which loom reports as a deadlock.
+    pub(crate) struct Flag(pub(crate) Notify);
 
     impl Wake for Flag {
         fn wake(self: Arc<Self>) {
-            self.0.store(true, SeqCst);
+            self.0.notify();
         }
         fn wake_by_ref(self: &Arc<Self>) {
-            self.0.store(true, SeqCst);
+            self.0.notify();
         }
     }
 
     pub(crate) fn waker() -> (Arc<Flag>, Waker) {
-        let f = Arc::new(Flag(AtomicBool::new(false)));
+        let f = Arc::new(Flag(Notify::new()));
         (f.clone(), Waker::from(f))
     }
 
@@ -317,8 +319,7 @@ mod task {
         f.poll(&mut Context::from_waker(w))
     }
 
-    /// Polls until ready, waiting for the waker between polls (a lost wake-up deadlocks the
-    /// model, which loom reports).
+    /// Polls until ready, sleeping on the waker's permit between polls.
     pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
         let (flag, w) = waker();
         let mut f = std::pin::pin!(f);
@@ -326,9 +327,10 @@ mod task {
             if let Poll::Ready(v) = poll(f.as_mut(), &w) {
                 return v;
             }
-            while !flag.0.swap(false, SeqCst) {
-                loom::thread::yield_now();
-            }
+            // A future that woke itself (its partner is between unlock and signal) must
+            // let that partner run.
+            loom::thread::yield_now();
+            flag.0.wait();
         }
     }
 }
@@ -441,9 +443,8 @@ impl Visit for WakerSwap {
                 out = task::poll(f.as_mut(), &b);
             }
             while out.is_pending() {
-                while !bflag.0.swap(false, loom::sync::atomic::Ordering::SeqCst) {
-                    loom::thread::yield_now();
-                }
+                loom::thread::yield_now();
+                bflag.0.wait();
                 out = task::poll(f.as_mut(), &b);
             }
             assert_eq!(out, std::task::Poll::Ready(Ok(3)));
