@@ -710,6 +710,7 @@ per_backend! {
     async_tasks_and_threads,
     async_cancellation_races_a_partner,
     async_alt_with_a_thread_partner,
+    async_drops_on_one_thread,
 }
 
 /// Two tasks on one executor thread and a blocking thread, over a rendezvous and a one-slot
@@ -847,4 +848,47 @@ fn async_alt_with_a_thread_partner<S: Strategy>(p: S::Params) {
             .collect();
         assert_eq!(mine, (0..n).collect::<Vec<_>>());
     }
+}
+
+/// Cancellation on one thread, every path: a queued send future dropped (value dropped
+/// once), a receive future dropped after a value was handed to it (value back in the
+/// channel), an async alt dropped after an arm fired (value back in its channel, the unsent
+/// value back in its place), and a future re-polled with another waker.
+fn async_drops_on_one_thread<S: Strategy>(p: S::Params) {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (_, w) = exec::counting_waker();
+    let (_, w2) = exec::counting_waker();
+    let c = Chan::<Tracked, S>::with_params(0, p);
+    {
+        let mut s = Box::pin(c.send_async(Tracked::new(1, &drops)));
+        assert!(exec::poll_once(s.as_mut(), &w).is_pending());
+        assert!(exec::poll_once(s.as_mut(), &w2).is_pending());
+    }
+    assert_eq!(drops.load(SeqCst), 1);
+    {
+        let mut r = Box::pin(c.recv_async());
+        assert!(exec::poll_once(r.as_mut(), &w).is_pending());
+        assert!(c.nbsend(Tracked::new(2, &drops)).is_ok());
+    }
+    assert_eq!(c.nbrecv().map(|t| t.id).ok(), Some(2));
+    assert_eq!(drops.load(SeqCst), 2);
+
+    let d = Chan::<Tracked, S>::with_params(1, p);
+    let (mut x, mut y) = (None, Some(Tracked::new(3, &drops)));
+    d.nbsend(Tracked::new(4, &drops)).unwrap(); // full: the send arm cannot fire
+    {
+        let mut alt = Alt::new();
+        alt.recv(&c, &mut x);
+        alt.send(&d, &mut y);
+        let mut f = Box::pin(alt.wait_async());
+        assert!(exec::poll_once(f.as_mut(), &w).is_pending());
+        assert!(exec::poll_once(f.as_mut(), &w2).is_pending());
+        assert!(c.nbsend(Tracked::new(5, &drops)).is_ok());
+    }
+    assert!(x.is_none());
+    assert_eq!(y.as_ref().map(|t| t.id), Some(3));
+    assert_eq!(c.nbrecv().map(|t| t.id).ok(), Some(5));
+    assert_eq!(drops.load(SeqCst), 3);
+    drop((y, d));
+    assert_eq!(drops.load(SeqCst), 5);
 }

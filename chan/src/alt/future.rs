@@ -100,6 +100,8 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
             "alt with no arms would wait forever"
         );
         self.alt.plan();
+        // `will_wake` is best-effort: asked once (see `chan/future.rs`).
+        let mut installed = false;
         loop {
             let Alt {
                 arms,
@@ -118,11 +120,12 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 return Poll::Ready(fired);
             }
             // SAFETY: no node of ours is queued: the waker slot is ours.
-            if !unsafe { self.ctx.waker_will_wake(cx.waker()) } {
+            if !installed && !unsafe { self.ctx.waker_will_wake(cx.waker()) } {
                 drop(held);
                 let new = cx.waker().clone();
                 // SAFETY: as above.
                 drop(unsafe { self.ctx.swap_waker(Some(new)) });
+                installed = true;
                 continue;
             }
             self.ctx.reset_task();

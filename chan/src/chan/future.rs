@@ -221,8 +221,11 @@ impl<T, W: Waiter> Op<T, W> {
         }
         // A hint, read without the fence that makes it exact: if the send looks bound to
         // wait, get the waker now rather than lock twice.
+        // `installed`: `will_wake` is best-effort (it may say false for the very waker just
+        // installed: under Miri every vtable reference is a new address), so it is asked once.
         let s = sh.summary.load(Relaxed);
-        if s & (CLOSED | RECEIVERS) == 0 && (s & LEN) as usize >= sh.cap {
+        let mut installed = s & (CLOSED | RECEIVERS) == 0 && (s & LEN) as usize >= sh.cap;
+        if installed {
             self.install(cx.waker());
         }
         loop {
@@ -244,9 +247,10 @@ impl<T, W: Waiter> Op<T, W> {
                 Err(v) => {
                     // SAFETY: not queued: the slot is ours (and empty); no drop runs.
                     unsafe { self.node.put(v) };
-                    if !self.has_waker(cx.waker()) {
+                    if !installed && !self.has_waker(cx.waker()) {
                         drop(st);
                         self.install(cx.waker());
+                        installed = true;
                         continue;
                     }
                     self.queue(&mut st, Dir::Send);
@@ -274,7 +278,8 @@ impl<T, W: Waiter> Op<T, W> {
             Stage::Done => panic!("a receive future polled after it completed"),
         }
         // As for a send: a receive that looks bound to wait gets its waker first.
-        if sh.summary.load(Relaxed) & (LEN | SENDERS | CLOSED) == 0 {
+        let mut installed = sh.summary.load(Relaxed) & (LEN | SENDERS | CLOSED) == 0;
+        if installed {
             self.install(cx.waker());
         }
         loop {
@@ -290,9 +295,10 @@ impl<T, W: Waiter> Op<T, W> {
                 self.stage.set(Stage::Done);
                 return Poll::Ready(Err(RecvError));
             }
-            if !self.has_waker(cx.waker()) {
+            if !installed && !self.has_waker(cx.waker()) {
                 drop(st);
                 self.install(cx.waker());
+                installed = true;
                 continue;
             }
             self.queue(&mut st, Dir::Recv);
