@@ -294,18 +294,15 @@ impl<W: locks::Waiter> Wake<W> {
             // its context alive) until this signal; the caller has released the lock.
             Signal::Thread(ctx) => unsafe { Context::signal(ctx) },
             Signal::Task(waker, tw) => {
-                // User code, and no lock held. By reference, so that the waker can go back
-                // to the context for the task's next wait (no clone per operation); the
-                // task may be polled before `done` below, and then simply polls again.
-                if let Some(w) = &waker {
-                    w.wake_by_ref();
-                }
                 // SAFETY: the task's future neither completes nor goes away before `done`
-                // (its drop waits for it), and touches neither field until then, so both
-                // are live and ours; once `done` is stored we touch nothing of it.
-                unsafe {
-                    *(*tw).waker.get() = waker;
-                    (*tw).done.store(true, Release);
+                // (its drop waits for it), so the flag is live; once it is stored we touch
+                // nothing of the context, only the waker we moved out of it.
+                unsafe { (*tw).done.store(true, Release) };
+                // User code, and no lock held. By value: the waker's reference goes to the
+                // wake-up (one reference count operation fewer than waking by reference
+                // and dropping it; the task's next wait clones it again).
+                if let Some(w) = waker {
+                    w.wake();
                 }
             }
         }

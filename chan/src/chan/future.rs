@@ -5,10 +5,10 @@
 //! pinned future (`PhantomPinned`), so a wait allocates nothing. A partner (thread or task)
 //! claims the context with the same compare-and-swap of its `select` word under the channel
 //! lock, moves the value through the node, and takes the task's `Waker` out of the context,
-//! all under the lock; after unlocking it wakes the waker, puts it back (so the next wait of
-//! the same future or stream needs no clone), and raises the context's `done` flag, the
-//! task's equivalent of a thread waiter's signal. Until `done` the future does not complete
-//! and its drop waits, so the partner never touches freed memory.
+//! all under the lock; after unlocking it raises the context's `done` flag, the task's
+//! equivalent of a thread waiter's signal, and then wakes the waker (by value: it touches
+//! nothing of the context after `done`). Until `done` the future does not complete and its
+//! drop waits, so the partner never touches freed memory.
 //!
 //! Cancellation (dropping a future that is queued), under the channel lock:
 //! - not yet claimed: the wait is aborted (the same CAS a timed-out thread uses) and the node
