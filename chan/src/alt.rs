@@ -26,6 +26,10 @@ use crate::{Chan, RecvEnd, SendEnd};
 use locks::{Adaptive, Strategy};
 use std::time::{Duration, Instant};
 
+// `Alt::wait_async`.
+mod future;
+pub use self::future::AltFuture;
+
 /// Which arm of an [`Alt`] fired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fired {
@@ -86,6 +90,11 @@ trait Arm<L: Strategy> {
     fn finish(&mut self);
     /// Drops what `finish` displaced from the caller's place (user code: may panic).
     fn release(&mut self);
+    /// An async alt dropped after this arm fired (`future.rs`): a received value in the
+    /// node goes back to the channel, as for a dropped `RecvFuture`. Lock held.
+    unsafe fn give_back(&mut self) -> Option<Wake<L::Waiter>> {
+        None
+    }
 }
 
 /// The part of an arm that does not depend on its direction: the channel, and the node that
@@ -249,6 +258,12 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
 
     fn release(&mut self) {
         self.displaced = None;
+    }
+
+    unsafe fn give_back(&mut self) -> Option<Wake<L::Waiter>> {
+        let v = self.port.take()?;
+        // SAFETY: the caller holds the lock.
+        unsafe { self.port.state() }.give_back(v)
     }
 }
 

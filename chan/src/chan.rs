@@ -12,6 +12,12 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+// Async send and receive (`send_async`, `recv_async`, the `stream` feature).
+mod future;
+#[cfg(feature = "stream")]
+pub use self::future::RecvStream;
+pub use self::future::{RecvFuture, SendFuture};
+
 /// A Plan 9 channel: a cloneable handle through which any thread may send and receive.
 ///
 /// `Chan::new(0)` is a rendezvous channel (a send completes only when a receiver has taken
@@ -254,6 +260,10 @@ impl<T, W: locks::Waiter> State<T, W> {
 
     /// Moves the first waiting sender's value into the slot a receive just freed.
     fn refill(&mut self) -> Option<Wake<W>> {
+        if self.buf.len() >= self.cap {
+            // Over capacity: a value given back by a dropped receive future (`future.rs`).
+            return None;
+        }
         let claimed = self.sendq.claim(false).map(|(s, w)| {
             // SAFETY: we claimed `s` under the lock, so its slot is ours.
             if let Some(v) = unsafe { s.take() } {

@@ -38,6 +38,13 @@
 //!   receiver's node; a receiver that empties a slot of a full buffer moves the first waiting
 //!   sender's value into it; wake-ups happen after the lock is released;
 //! - `nbsend`/`nbrecv` fail without the lock when a published summary shows they must.
+//!
+//! Async tasks use the same channels, on any executor: [`Chan::send_async`],
+//! [`Chan::recv_async`] (also on [`Sender`] and [`Receiver`]), [`Alt::wait_async`] and
+//! `alt!(async; ..)`, and with the `stream` feature a `Stream` of received values
+//! (`Receiver::stream`). A task waits with its `Waker` where a thread waits with `L`'s waiter,
+//! and either completes the other. The wait node lives in the pinned future (no allocation);
+//! dropping a future cancels it without losing a value (see [`RecvFuture`]).
 #![warn(missing_docs)]
 
 mod alt;
@@ -53,8 +60,10 @@ mod rng;
 mod sync;
 mod waitq;
 
-pub use crate::alt::{Alt, Fired};
-pub use crate::chan::Chan;
+pub use crate::alt::{Alt, AltFuture, Fired};
+#[cfg(feature = "stream")]
+pub use crate::chan::RecvStream;
+pub use crate::chan::{Chan, RecvFuture, SendFuture};
 pub use crate::endpoints::{Receiver, RecvEnd, SendEnd, Sender};
 pub use crate::error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,

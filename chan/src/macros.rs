@@ -26,23 +26,48 @@
 /// };
 /// assert_eq!(what, "nothing ready");
 /// ```
+///
+/// In an async task, `alt!(async; ..)` awaits [`Alt::wait_async`](crate::Alt::wait_async)
+/// instead of blocking the thread (a `default` arm works as above; for a timeout, race the
+/// whole `alt!` against the executor's timer):
+///
+/// ```
+/// use chan::{alt, Chan};
+/// let (a, b) = (Chan::<u32>::new(0), Chan::<&str>::new(0));
+/// let tx = b.clone();
+/// let t = std::thread::spawn(move || tx.send("from a thread").unwrap());
+/// let got = futures::executor::block_on(async {
+///     alt! { async;
+///         recv(a) -> n => { format!("number {}", n.unwrap()) },
+///         recv(b) -> s => { s.unwrap().to_string() },
+///     }
+/// });
+/// assert_eq!(got, "from a thread");
+/// t.join().unwrap();
+/// ```
 #[macro_export]
 macro_rules! alt {
-    // Parse the arms into `(kind chan, value, pattern, body)` tuples, then the tail.
-    (@parse [$($arms:tt)*] recv($c:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
-        $crate::alt!(@parse [$($arms)* (recv $c, (), $p, $body)] $($($rest)*)?)
+    // Parse the arms into `(kind chan, value, pattern, body)` tuples, then the tail. `$mode`
+    // is how an alt with no `default` waits: `block` (the thread) or `await` (`async;`).
+    (@parse $mode:tt [$($arms:tt)*] recv($c:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
+        $crate::alt!(@parse $mode [$($arms)* (recv $c, (), $p, $body)] $($($rest)*)?)
     };
-    (@parse [$($arms:tt)*] send($c:expr, $v:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
-        $crate::alt!(@parse [$($arms)* (send $c, $v, $p, $body)] $($($rest)*)?)
+    (@parse $mode:tt [$($arms:tt)*] send($c:expr, $v:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
+        $crate::alt!(@parse $mode [$($arms)* (send $c, $v, $p, $body)] $($($rest)*)?)
     };
-    (@parse [$($arms:tt)*] default => $body:block $(,)?) => {
+    (@parse $mode:tt [$($arms:tt)*] default => $body:block $(,)?) => {
         $crate::alt!(@slots [] (0) [$($arms)*] (default $body))
     };
-    (@parse [$($arms:tt)*] timeout($d:expr) => $body:block $(,)?) => {
+    (@parse block [$($arms:tt)*] timeout($d:expr) => $body:block $(,)?) => {
         $crate::alt!(@slots [] (0) [$($arms)*] (timeout $d, $body))
     };
-    (@parse [$($arms:tt)*]) => {
-        $crate::alt!(@slots [] (0) [$($arms)*] (block))
+    (@parse await [$($arms:tt)*] timeout($d:expr) => $body:block $(,)?) => {
+        ::core::compile_error!(
+            "`alt!(async; ..)` takes no timeout arm: wrap it in the executor's timer (dropping the alt's future cancels it)"
+        )
+    };
+    (@parse $mode:tt [$($arms:tt)*]) => {
+        $crate::alt!(@slots [] (0) [$($arms)*] ($mode))
     };
 
     // One slot per arm, each `slot` from its own expansion so that they are distinct.
@@ -76,10 +101,12 @@ macro_rules! alt {
     }};
 
     (@wait $alt:ident (block)) => { ::core::option::Option::Some($alt.wait()) };
+    (@wait $alt:ident (await)) => { ::core::option::Option::Some($alt.wait_async().await) };
     (@wait $alt:ident (default $body:block)) => { $alt.try_wait() };
     (@wait $alt:ident (timeout $d:expr, $body:block)) => { $alt.wait_timeout($d) };
 
     (@otherwise (block)) => { ::core::unreachable!("an untimed alt always fires") };
+    (@otherwise (await)) => { ::core::unreachable!("an untimed alt always fires") };
     (@otherwise (default $body:block)) => { $body };
     (@otherwise (timeout $d:expr, $body:block)) => { $body };
 
@@ -98,5 +125,6 @@ macro_rules! alt {
         }
     };
 
-    ($($arms:tt)+) => { $crate::alt!(@parse [] $($arms)+) };
+    (async; $($arms:tt)+) => { $crate::alt!(@parse await [] $($arms)+) };
+    ($($arms:tt)+) => { $crate::alt!(@parse block [] $($arms)+) };
 }

@@ -18,9 +18,10 @@
 //! trusts the waiter's report only as far as the unsafe [`locks::Waiter`] contract allows, and
 //! [`Context::abandon`] covers a waiter that unwinds.
 
-use crate::sync::{AtomicUsize, Ordering::*};
+use crate::sync::{AtomicBool, AtomicUsize, Ordering::*};
 use std::cell::{Cell, UnsafeCell};
 use std::ptr;
+use std::task::Waker;
 use std::time::Instant;
 
 /// Who ended a wait: the value of a context's `select` word.
@@ -58,18 +59,103 @@ impl Selected {
     }
 }
 
-/// A blocked thread: its waiter, and who ended its wait.
+/// A blocked thread or task: how to wake it, and who ended its wait.
 pub(crate) struct Context<W> {
-    pub(crate) waiter: W,
     select: AtomicUsize,
+    party: Party<W>,
+}
+
+/// Who waits on a context: a thread, with its strategy's waiter, or an async task.
+enum Party<W> {
+    Thread(W),
+    Task(TaskWait),
+}
+
+/// How an async task waits (`crate::future`): its `Waker`, taken by the claimer under the
+/// channel lock that let it claim, and a flag the claimer raises once it is done with the
+/// context and its nodes (the task's `is_signalled`).
+pub(crate) struct TaskWait {
+    /// Touched only under the lock of every channel the context is queued on (the owner
+    /// replacing it needs them all; a claimer holds the one it claimed through, and only
+    /// the claimer that won the `select` word takes it), or by the owner while unqueued.
+    waker: UnsafeCell<Option<Waker>>,
+    done: AtomicBool,
 }
 
 impl<W: locks::Waiter> Context<W> {
     pub(crate) fn new(waiter: W) -> Self {
         Context {
-            waiter,
             select: AtomicUsize::new(0),
+            party: Party::Thread(waiter),
         }
+    }
+
+    /// A context for an async task (`crate::future`), with no waker yet.
+    pub(crate) fn task() -> Self {
+        Context {
+            select: AtomicUsize::new(0),
+            party: Party::Task(TaskWait {
+                waker: UnsafeCell::new(None),
+                done: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The thread's waiter; contexts made by [`new`](Self::new) only.
+    #[inline]
+    fn waiter(&self) -> &W {
+        match &self.party {
+            Party::Thread(w) => w,
+            Party::Task(_) => unreachable!("a task's context has no thread waiter"),
+        }
+    }
+
+    /// The task's wait; contexts made by [`task`](Self::task) only.
+    #[inline]
+    fn task_wait(&self) -> &TaskWait {
+        match &self.party {
+            Party::Task(t) => t,
+            Party::Thread(_) => unreachable!("a thread's context has no waker"),
+        }
+    }
+
+    /// A task's context, before it is queued again: waiting, not signalled. The caller owns
+    /// it (no node of it is linked, and any claimer has signalled).
+    pub(crate) fn reset_task(&self) {
+        self.select.store(0, Relaxed);
+        self.task_wait().done.store(false, Relaxed);
+    }
+
+    /// Whether a task's claimer is done with the context and its nodes (Acquire: what it
+    /// wrote into them is visible).
+    #[inline]
+    pub(crate) fn task_signalled(&self) -> bool {
+        self.task_wait().done.load(Acquire)
+    }
+
+    /// Replaces a task's waker, returning the old one to be dropped outside the lock.
+    ///
+    /// # Safety
+    /// The caller must own the waker slot: hold the lock of every channel the context is
+    /// queued on, or have none of its nodes linked.
+    pub(crate) unsafe fn swap_waker(&self, w: Option<Waker>) -> Option<Waker> {
+        // SAFETY: exclusive access per the contract.
+        unsafe { std::mem::replace(&mut *self.task_wait().waker.get(), w) }
+    }
+
+    /// Whether the stored waker would wake the same task as `w` (same contract as
+    /// [`swap_waker`](Self::swap_waker)).
+    pub(crate) unsafe fn waker_will_wake(&self, w: &Waker) -> bool {
+        // SAFETY: exclusive access per the contract of `swap_waker`.
+        unsafe { &*self.task_wait().waker.get() }
+            .as_ref()
+            .is_some_and(|old| old.will_wake(w))
+    }
+
+    /// Gives up a task's wait: true if the wait is now aborted (no claimer will touch it
+    /// once its nodes are unlinked), false if a claimer won first.
+    pub(crate) fn abort(&self) -> bool {
+        self.try_select(Selected::Aborted)
     }
 
     /// Moves `select` from waiting to `to`; false if someone else ended the wait first.
@@ -98,7 +184,7 @@ impl<W: locks::Waiter> Context<W> {
     /// caller's [`Abandon`] guard makes the frame safe to leave.
     pub(crate) fn block(&self, deadline: Option<Instant>) -> bool {
         if let Some(d) = deadline {
-            if !self.waiter.wait_until(d) && self.try_select(Selected::Aborted) {
+            if !self.waiter().wait_until(d) && self.try_select(Selected::Aborted) {
                 return false;
             }
             // Signalled, or claimed while we were giving up: the claimer's signal is on its
@@ -106,8 +192,8 @@ impl<W: locks::Waiter> Context<W> {
         }
         // The waiter's contract says `is_signalled` is the truth; a `wait` that returns early
         // by mistake is simply waited again.
-        while !self.waiter.is_signalled() {
-            self.waiter.wait();
+        while !self.waiter().is_signalled() {
+            self.waiter().wait();
         }
         true
     }
@@ -122,7 +208,7 @@ impl<W: locks::Waiter> Context<W> {
         if self.try_select(Selected::Aborted) {
             return;
         }
-        while !self.waiter.is_signalled() {
+        while !self.waiter().is_signalled() {
             std::thread::yield_now();
         }
     }
@@ -134,7 +220,27 @@ impl<W: locks::Waiter> Context<W> {
     unsafe fn signal(this: *const Self) {
         // SAFETY: the owner cannot return before this signal, so the context is live; the
         // waiter's `signal` copes with it vanishing right after.
-        unsafe { W::signal(ptr::addr_of!((*this).waiter)) }
+        unsafe {
+            match &(*this).party {
+                Party::Thread(w) => W::signal(w),
+                Party::Task(_) => unreachable!("a task is woken through its waker"),
+            }
+        }
+    }
+
+    /// What waking the owner of a context just claimed takes: for a task, its waker, moved
+    /// out now, under the lock that let us claim (so no re-registration races with it).
+    ///
+    /// # Safety
+    /// The caller must have just claimed `this`, and hold the channel lock it claimed under.
+    #[inline]
+    unsafe fn claimed(this: *const Self) -> Wake<W> {
+        // SAFETY: a claimed context stays alive until signalled.
+        match unsafe { &(*this).party } {
+            Party::Thread(_) => Wake(Signal::Thread(this)),
+            // SAFETY: we hold the lock, and won the select word: the waker slot is ours.
+            Party::Task(t) => Wake(Signal::Task(unsafe { (*t.waker.get()).take() }, t)),
+        }
     }
 }
 
@@ -169,7 +275,13 @@ impl<W: locks::Waiter, F: FnMut()> Drop for Abandon<'_, W, F> {
 /// Signalling under the lock would let the woken thread run straight into the lock we hold;
 /// dropping a `Wake` without [`wake`](Self::wake) would leave its owner asleep for ever.
 #[must_use = "a claimed waiter sleeps until woken: call `wake` after unlocking"]
-pub(crate) struct Wake<W: locks::Waiter>(*const Context<W>);
+pub(crate) struct Wake<W: locks::Waiter>(Signal<W>);
+
+enum Signal<W> {
+    Thread(*const Context<W>),
+    /// A task's waker (moved out of its context at the claim) and its context's wait.
+    Task(Option<Waker>, *const TaskWait),
+}
 
 impl<W: locks::Waiter> Wake<W> {
     /// Signals the claimed owner.
@@ -177,9 +289,23 @@ impl<W: locks::Waiter> Wake<W> {
     /// Call with no channel lock held.
     #[inline]
     pub(crate) fn wake(self) {
-        // SAFETY: `Wake`s are made only by claiming, which keeps the owner waiting (and its
-        // context alive) until this signal; the caller has released the lock.
-        unsafe { Context::signal(self.0) }
+        match self.0 {
+            // SAFETY: `Wake`s are made only by claiming, which keeps the owner waiting (and
+            // its context alive) until this signal; the caller has released the lock.
+            Signal::Thread(ctx) => unsafe { Context::signal(ctx) },
+            Signal::Task(waker, tw) => {
+                // SAFETY: the task's future neither completes nor goes away before `done`
+                // (its drop waits for it), so the flag is live; once it is stored we touch
+                // nothing of the context, only the waker we moved out of it.
+                unsafe { (*tw).done.store(true, Release) };
+                // User code, and no lock held. By value: the waker's reference goes to the
+                // wake-up (one reference count operation fewer than waking by reference
+                // and dropping it; the task's next wait clones it again).
+                if let Some(w) = waker {
+                    w.wake();
+                }
+            }
+        }
     }
 }
 
@@ -324,7 +450,8 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
             };
             let ctx = n.ctx.get();
             if unsafe { (*ctx).try_select(to) } {
-                return Some((n, Wake(ctx)));
+                // SAFETY: just claimed, under the lock.
+                return Some((n, unsafe { Context::claimed(ctx) }));
             }
         }
         None

@@ -284,3 +284,204 @@ impl Visit for EarlyReturn {
 fn a_waiter_returning_early_is_waited_again() {
     each(EarlyReturn);
 }
+
+// Async operations: a task's context (waker taken at the claim, put back, `done`) against
+// blocking partners, cancellation racing a claim, and a waker replaced while a partner
+// claims. The "executor" is the model's main thread polling by hand with a waker that
+// raises a loom flag.
+
+mod task {
+    use loom::sync::Notify;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    /// A waker that stores a permit (loom's `Notify`): a lost wake-up leaves its task waiting
+    /// for ever, which loom reports as a deadlock.
+    pub(crate) struct Flag(pub(crate) Notify);
+
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.notify();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.notify();
+        }
+    }
+
+    pub(crate) fn waker() -> (Arc<Flag>, Waker) {
+        let f = Arc::new(Flag(Notify::new()));
+        (f.clone(), Waker::from(f))
+    }
+
+    pub(crate) fn poll<F: Future + ?Sized>(f: Pin<&mut F>, w: &Waker) -> Poll<F::Output> {
+        f.poll(&mut Context::from_waker(w))
+    }
+
+    /// Polls until ready, sleeping on the waker's permit between polls.
+    pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
+        let (flag, w) = waker();
+        let mut f = std::pin::pin!(f);
+        loop {
+            if let Poll::Ready(v) = poll(f.as_mut(), &w) {
+                return v;
+            }
+            // A future that woke itself (its partner is between unlock and signal) must
+            // let that partner run.
+            loom::thread::yield_now();
+            flag.0.wait();
+        }
+    }
+}
+
+#[derive(Clone)]
+struct AsyncMeetsThreads;
+impl Visit for AsyncMeetsThreads {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // A task receives from a blocking sender, then sends to a blocking receiver.
+            let c = Chan::<u32, S>::with_params(0, p);
+            let peer = c.clone();
+            let t = thread::spawn(move || {
+                peer.send(7).unwrap();
+                peer.recv()
+            });
+            assert_eq!(task::block_on(c.recv_async()), Ok(7));
+            task::block_on(c.send_async(8)).unwrap();
+            assert_eq!(t.join().unwrap(), Ok(8));
+        });
+    }
+}
+
+#[test]
+fn async_tasks_meet_blocking_threads() {
+    each(AsyncMeetsThreads);
+}
+
+#[derive(Clone)]
+struct AsyncRecvCancel;
+impl Visit for AsyncRecvCancel {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // A queued receive future dropped while a non-blocking sender hands it a value:
+            // the value is delivered, or given back to the channel, never lost.
+            let c = Chan::<u32, S>::with_params(0, p);
+            let tx = c.clone();
+            let t = thread::spawn(move || tx.nbsend(7).is_ok());
+            let (_, w) = task::waker();
+            let mut got = None;
+            {
+                let mut f = Box::pin(c.recv_async());
+                if let std::task::Poll::Ready(v) = task::poll(f.as_mut(), &w) {
+                    got = Some(v.unwrap());
+                }
+            }
+            let sent = t.join().unwrap();
+            if got.is_none() {
+                got = c.nbrecv().ok();
+            }
+            assert_eq!(sent, got == Some(7));
+            assert!(c.nbrecv().is_err());
+        });
+    }
+}
+
+#[test]
+fn a_dropped_recv_future_loses_nothing() {
+    each(AsyncRecvCancel);
+}
+
+#[derive(Clone)]
+struct AsyncSendCancel;
+impl Visit for AsyncSendCancel {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // A queued send future dropped while a non-blocking receiver takes its value:
+            // sent once or not at all, nothing left queued.
+            let c = Chan::<u32, S>::with_params(0, p);
+            let rx = c.clone();
+            let t = thread::spawn(move || rx.nbrecv().ok());
+            let (_, w) = task::waker();
+            let ready = {
+                let mut f = Box::pin(c.send_async(5));
+                task::poll(f.as_mut(), &w).is_ready()
+            };
+            let got = t.join().unwrap();
+            if ready {
+                assert_eq!(got, Some(5));
+            }
+            assert!(c.nbrecv().is_err());
+        });
+    }
+}
+
+#[test]
+fn a_dropped_send_future_sends_at_most_once() {
+    each(AsyncSendCancel);
+}
+
+#[derive(Clone)]
+struct WakerSwap;
+impl Visit for WakerSwap {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // Re-polled with a new waker while a blocking sender claims the future: the new
+            // waker is the one woken (or the second poll already completes).
+            let c = Chan::<u32, S>::with_params(0, p);
+            let tx = c.clone();
+            let t = thread::spawn(move || tx.send(3));
+            let (_, a) = task::waker();
+            let (bflag, b) = task::waker();
+            let mut f = Box::pin(c.recv_async());
+            let mut out = task::poll(f.as_mut(), &a);
+            if out.is_pending() {
+                out = task::poll(f.as_mut(), &b);
+            }
+            while out.is_pending() {
+                loom::thread::yield_now();
+                bflag.0.wait();
+                out = task::poll(f.as_mut(), &b);
+            }
+            assert_eq!(out, std::task::Poll::Ready(Ok(3)));
+            assert_eq!(t.join().unwrap(), Ok(()));
+        });
+    }
+}
+
+#[test]
+fn a_replaced_waker_is_the_one_woken() {
+    each(WakerSwap);
+}
+
+#[derive(Clone)]
+struct AsyncAlt;
+impl Visit for AsyncAlt {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // An async alt over two channels, one of them fed by a blocking sender.
+            let a = Chan::<u32, S>::with_params(0, p);
+            let b = Chan::<u32, S>::with_params(0, p);
+            let ta = a.clone();
+            let t = thread::spawn(move || ta.send(1));
+            let (mut x, mut y) = (None, None);
+            let mut alt = chan::Alt::new();
+            alt.recv(&a, &mut x);
+            alt.recv(&b, &mut y);
+            let fired = task::block_on(alt.wait_async());
+            drop(alt);
+            assert_eq!((fired.index, x, y), (0, Some(1), None));
+            assert_eq!(t.join().unwrap(), Ok(()));
+        });
+    }
+}
+
+#[test]
+fn an_async_alt_is_woken_by_a_thread() {
+    each(AsyncAlt);
+}

@@ -73,3 +73,36 @@ fn blocking_send_and_recv_do_not_allocate<S: Strategy>(p: S::Params) {
         assert_eq!(receiver_allocs, 0, "{} O={nbuf}: recv allocated", S::NAME);
     }
 }
+
+#[path = "exec/mod.rs"]
+mod exec;
+
+per_backend! { no_alloc_async: async_send_and_recv_do_not_allocate }
+
+/// Two tasks on the hand-rolled executor (this thread), waiting on each other over and over:
+/// the wait nodes live in the futures, and a task's waker is cloned once per wait (a reference
+/// count), so the steady state allocates nothing.
+fn async_send_and_recv_do_not_allocate<S: Strategy>(p: S::Params) {
+    for nbuf in [0, 1] {
+        let c = Chan::<u64, S>::with_params(nbuf, p);
+        let sum = Cell::new(0);
+        let mut ex = exec::Exec::new();
+        ex.spawn(async {
+            for i in 0..5000 {
+                c.send_async(i).await.unwrap();
+            }
+        });
+        ex.spawn(async {
+            for _ in 0..5000 {
+                sum.set(sum.get() + c.recv_async().await.unwrap());
+            }
+        });
+        // Spawning boxed the tasks and sized the run queue; running must not allocate.
+        let before = allocs();
+        ex.run();
+        let during = allocs() - before;
+        drop(ex);
+        assert_eq!(sum.get(), 4999 * 5000 / 2);
+        assert_eq!(during, 0, "{} O={nbuf}: async send/recv allocated", S::NAME);
+    }
+}

@@ -1,0 +1,256 @@
+//! `Alt::wait_async`: an alt whose owner is an async task.
+//!
+//! The same protocol as the blocking wait (random poll order drawn before locking, channels
+//! locked in address order, first ready arm in poll order, else one node per arm queued in
+//! poll order), with a task [`Context`] in the pinned future instead of a thread's. The arms'
+//! nodes live in the alt's boxed arms, as for a blocked thread, so a wait allocates nothing
+//! beyond what [`Alt::wait`] does (the scratch orders, kept between waits).
+//!
+//! Cancellation: dropping a queued future takes every lock and aborts the wait; if an arm
+//! fired first, a send arm's value is gone (sent) and a receive arm's value goes back to its
+//! channel as for a dropped [`RecvFuture`](crate::RecvFuture) (to a waiting receiver, else
+//! to the front of the buffer), never into the arm's `Option`, where a later wait would
+//! drop it. Unsent values go back to their send arms' `Option`s, as after a timed-out wait.
+
+use super::{Alt, Fired, Held};
+use crate::chan::wake;
+use crate::waitq::{Context, Selected};
+use locks::{Adaptive, Strategy};
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomPinned;
+use std::pin::Pin;
+use std::task::{Context as TaskCx, Poll};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Idle,
+    Queued,
+    Done,
+}
+
+/// The future of [`Alt::wait_async`]: the index of the arm that fired, as [`Alt::wait`]
+/// gives it.
+#[must_use = "futures do nothing unless polled"]
+pub struct AltFuture<'f, 'a, L: Strategy = Adaptive> {
+    alt: &'f mut Alt<'a, L>,
+    stage: Stage,
+    ctx: Context<L::Waiter>,
+    _pin: PhantomPinned,
+}
+
+// Not `Send`: neither is `Alt`, whose arms are type-erased without a `Send` bound (a channel
+// of `Rc`s can be an arm). A task awaiting an alt runs on a current-thread runtime, a local
+// set or `block_on`; its partners may be tasks and threads anywhere.
+
+impl<'a, L: Strategy> Alt<'a, L> {
+    /// [`wait`](Self::wait) from an async task: completes when one arm has fired, with the
+    /// same fairness (uniform among ready arms unless [`biased`](Self::biased)) and closed-arm
+    /// rule, without blocking the executor's thread. Arms on channels with blocked threads
+    /// and tasks mix freely.
+    ///
+    /// For a timeout use the executor's timer (say `tokio::time::timeout`) or race it in a
+    /// `select!`: dropping the future is the cancellation, and loses nothing (see
+    /// [`AltFuture`]'s module notes: a value already received goes back to its channel).
+    /// [`try_wait`](Self::try_wait) is the non-blocking form, as for threads.
+    ///
+    /// # Panics
+    /// On its first poll, if there are no arms.
+    ///
+    /// ```
+    /// use chan::{Alt, Chan};
+    /// let (a, b) = (Chan::<u32>::new(0), Chan::<&str>::new(0));
+    /// let tx = b.clone();
+    /// let thread = std::thread::spawn(move || tx.send("hi").unwrap()); // blocks until taken
+    /// let (mut x, mut y) = (None, None);
+    /// let mut alt = Alt::new();
+    /// alt.recv(&a, &mut x);
+    /// let yi = alt.recv(&b, &mut y);
+    /// let fired = futures::executor::block_on(alt.wait_async());
+    /// assert_eq!((fired.index, fired.closed), (yi, false));
+    /// drop(alt);
+    /// assert_eq!(y, Some("hi"));
+    /// thread.join().unwrap();
+    /// ```
+    pub fn wait_async(&mut self) -> AltFuture<'_, 'a, L> {
+        AltFuture {
+            alt: self,
+            stage: Stage::Idle,
+            ctx: Context::task(),
+            _pin: PhantomPinned,
+        }
+    }
+}
+
+impl<L: Strategy> AltFuture<'_, '_, L> {
+    /// Moves values back to the arms' places and drops what they displaced (user code: after
+    /// every lock is released).
+    fn finish_all(&mut self) {
+        for arm in self.alt.arms.iter_mut() {
+            arm.finish();
+        }
+        for arm in self.alt.arms.iter_mut() {
+            arm.release();
+        }
+    }
+
+    fn start(&mut self, cx: &TaskCx<'_>) -> Poll<Fired> {
+        assert!(
+            !self.alt.arms.is_empty(),
+            "alt with no arms would wait forever"
+        );
+        self.alt.plan();
+        // `will_wake` is best-effort: asked once (see `chan/future.rs`).
+        let mut installed = false;
+        loop {
+            let Alt {
+                arms,
+                poll_order,
+                lock_order,
+                ..
+            } = &mut *self.alt;
+            let mut held = Held::lock(arms, lock_order);
+            if let Some((fired, w)) = held.poll(poll_order) {
+                drop(held);
+                wake(w);
+                let arm = &mut arms[fired.index];
+                arm.finish();
+                arm.release();
+                self.stage = Stage::Done;
+                return Poll::Ready(fired);
+            }
+            // SAFETY: no node of ours is queued: the waker slot is ours.
+            if !installed && !unsafe { self.ctx.waker_will_wake(cx.waker()) } {
+                drop(held);
+                let new = cx.waker().clone();
+                // SAFETY: as above.
+                drop(unsafe { self.ctx.swap_waker(Some(new)) });
+                installed = true;
+                continue;
+            }
+            self.ctx.reset_task();
+            for &i in poll_order.iter() {
+                // SAFETY: every lock is held; the arms stay boxed in place, and the context
+                // pinned in this future, until the nodes are dequeued (on completion, or by
+                // the drop).
+                unsafe { held.arms[i].enqueue(&self.ctx, i) };
+            }
+            drop(held);
+            self.stage = Stage::Queued;
+            return Poll::Pending;
+        }
+    }
+
+    fn poll_queued(&mut self, cx: &TaskCx<'_>) -> Poll<Fired> {
+        loop {
+            let selected = self.ctx.selected();
+            if selected != Selected::Waiting {
+                if !self.ctx.task_signalled() {
+                    // Claimed; the partner's signal is a moment away.
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                let Alt {
+                    arms, lock_order, ..
+                } = &mut *self.alt;
+                Alt::dequeue_all(arms, lock_order);
+                self.finish_all();
+                self.stage = Stage::Done;
+                return Poll::Ready(match selected {
+                    Selected::Operation(index) => Fired {
+                        index,
+                        closed: false,
+                    },
+                    Selected::Closed(index) => Fired {
+                        index,
+                        closed: true,
+                    },
+                    Selected::Waiting | Selected::Aborted => {
+                        unreachable!("only the drop aborts an async alt")
+                    }
+                });
+            }
+            let Alt {
+                arms, lock_order, ..
+            } = &mut *self.alt;
+            let held = Held::lock(arms, lock_order);
+            if self.ctx.selected() != Selected::Waiting {
+                drop(held);
+                continue;
+            }
+            // SAFETY: every lock of the alt is held.
+            if unsafe { self.ctx.waker_will_wake(cx.waker()) } {
+                return Poll::Pending;
+            }
+            drop(held);
+            let new = cx.waker().clone();
+            let held = Held::lock(arms, lock_order);
+            if self.ctx.selected() != Selected::Waiting {
+                drop(held);
+                drop(new);
+                continue;
+            }
+            // SAFETY: still waiting, with every lock held.
+            let old = unsafe { self.ctx.swap_waker(Some(new)) };
+            drop(held);
+            drop(old);
+            return Poll::Pending;
+        }
+    }
+}
+
+impl<L: Strategy> Future for AltFuture<'_, '_, L> {
+    type Output = Fired;
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Fired> {
+        // SAFETY: nothing is moved out of `this`: the context stays where the queued nodes
+        // point, and `&mut` to this `!Unpin` struct asserts no uniqueness over it.
+        let this = unsafe { self.get_unchecked_mut() };
+        match this.stage {
+            Stage::Idle => this.start(cx),
+            Stage::Queued => this.poll_queued(cx),
+            Stage::Done => panic!("an alt future polled after it completed"),
+        }
+    }
+}
+
+impl<L: Strategy> Drop for AltFuture<'_, '_, L> {
+    fn drop(&mut self) {
+        if self.stage != Stage::Queued {
+            return;
+        }
+        self.stage = Stage::Done;
+        let Alt {
+            arms, lock_order, ..
+        } = &mut *self.alt;
+        let held = Held::lock(arms, lock_order);
+        let aborted = self.ctx.abort();
+        let w = match self.ctx.selected() {
+            // SAFETY: every lock is held; the fired arm's node is unlinked and was written
+            // under its channel's lock.
+            Selected::Operation(i) if !aborted => unsafe { held.arms[i].give_back() },
+            _ => None,
+        };
+        for arm in held.arms.iter_mut() {
+            // SAFETY: every lock is held.
+            unsafe { arm.dequeue() };
+        }
+        drop(held);
+        wake(w);
+        if !aborted {
+            // The partner may still be about to signal: it must be done with us first.
+            while !self.ctx.task_signalled() {
+                crate::sync::yield_now();
+            }
+        }
+        self.finish_all();
+    }
+}
+
+impl<L: Strategy> fmt::Debug for AltFuture<'_, '_, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AltFuture")
+            .field("alt", &self.alt)
+            .field("stage", &self.stage)
+            .finish_non_exhaustive()
+    }
+}

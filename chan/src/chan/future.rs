@@ -1,0 +1,546 @@
+//! Async send and receive: the same channels, a task waiting with its `Waker`.
+//!
+//! A future that cannot complete at once queues a [`Node`] on the channel exactly as a
+//! blocked thread does, bound to a task [`Context`] instead of a thread's: both live inside the
+//! pinned future (`PhantomPinned`), so a wait allocates nothing. A partner (thread or task)
+//! claims the context with the same compare-and-swap of its `select` word under the channel
+//! lock, moves the value through the node, and takes the task's `Waker` out of the context,
+//! all under the lock; after unlocking it raises the context's `done` flag, the task's
+//! equivalent of a thread waiter's signal, and then wakes the waker (by value: it touches
+//! nothing of the context after `done`). Until `done` the future does not complete and its
+//! drop waits, so the partner never touches freed memory.
+//!
+//! Cancellation (dropping a future that is queued), under the channel lock:
+//! - not yet claimed: the wait is aborted (the same CAS a timed-out thread uses) and the node
+//!   unlinked; a send future's value is dropped with the future, once;
+//! - already claimed: a send has happened (the receiver has the value) or the channel closed
+//!   (the value is dropped with the future); a receive future already holds its value, which
+//!   goes back to the channel: to the first waiting receiver if there is one, else to the
+//!   *front* of the buffer, so it is the next value received and each sender's order holds.
+//!   The buffer may then hold one value more than its capacity, until it is received.
+//!
+//! Waker discipline: a waker is cloned with no lock held (cloning, like waking, runs the
+//! executor's code) and replaced, on a poll with a waker that would not wake the stored one,
+//! under the lock of the channel the node is queued on.
+
+use super::{wake, Chan, Locked, Shared, State, CLOSED, LEN, RECEIVERS, SENDERS};
+use crate::error::{RecvError, SendError};
+use crate::sync::Ordering::Relaxed;
+use crate::waitq::{Context, Node, Selected, Wake};
+use crate::{Receiver, Sender};
+use locks::{Adaptive, Strategy, Waiter};
+use std::cell::Cell;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomPinned;
+use std::pin::Pin;
+use std::task::{Context as TaskCx, Poll, Waker};
+
+impl<T, W: Waiter> State<T, W> {
+    /// Returns a value that a receive future had been handed but was dropped before it could
+    /// deliver it: to the first waiting receiver, else to the front of the buffer (whatever
+    /// the capacity, so nothing is lost and it is received next). No user code runs.
+    pub(crate) fn give_back(&mut self, v: T) -> Option<Wake<W>> {
+        if let Some((r, w)) = self.recvq.claim(false) {
+            // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
+            unsafe { r.put(v) };
+            self.sync_flags();
+            return Some(w);
+        }
+        self.sync_flags();
+        self.buf.push_front(v);
+        None
+    }
+}
+
+/// Where an async operation stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Not queued: the next poll tries the operation.
+    Idle,
+    /// The node is queued on the channel.
+    Queued,
+    /// Finished; polling again panics (a stream goes back to `Idle` instead).
+    Done,
+}
+
+/// Which queue an operation's node goes on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Send,
+    Recv,
+}
+
+/// The wait state of one async operation: a task context and a node, which the channel's
+/// queue points at while `stage` is `Queued`, hence pinned. Touched only through `&self`
+/// (interior mutability), so that no `&mut` to the node or context is ever made while the
+/// queue holds pointers to them.
+struct Op<T, W> {
+    stage: Cell<Stage>,
+    ctx: Context<W>,
+    node: Node<T, W>,
+    _pin: PhantomPinned,
+}
+
+impl<T, W: Waiter> Op<T, W> {
+    fn new(slot: Option<T>) -> Self {
+        Op {
+            stage: Cell::new(Stage::Idle),
+            ctx: Context::task(),
+            node: Node::new(slot),
+            _pin: PhantomPinned,
+        }
+    }
+
+    /// Makes the context's waker one that wakes `w`'s task, cloning it if needed. Call with
+    /// no lock held and the node not queued.
+    fn install(&self, w: &Waker) {
+        // SAFETY: the node is not queued, so the waker slot is ours.
+        if unsafe { self.ctx.waker_will_wake(w) } {
+            return;
+        }
+        // SAFETY: as above.
+        drop(unsafe { self.ctx.swap_waker(Some(w.clone())) });
+    }
+
+    /// Whether the context already holds a waker for `w`'s task (node not queued, or the
+    /// channel's lock held).
+    fn has_waker(&self, w: &Waker) -> bool {
+        // SAFETY: the caller's guarantee.
+        unsafe { self.ctx.waker_will_wake(w) }
+    }
+
+    /// Queues the node; the caller holds the lock (`st`), the node is unqueued and its
+    /// context's waker installed.
+    fn queue<L: Strategy<Waiter = W>>(&self, st: &mut Locked<'_, T, L>, dir: Dir) {
+        self.ctx.reset_task();
+        self.node.bind(&self.ctx, 0);
+        // SAFETY: `self` is pinned (every caller reaches it through `Pin`) and its drop
+        // unlinks the node, under the lock, before the memory can go.
+        unsafe {
+            match dir {
+                Dir::Send => st.queue_sender(&self.node),
+                Dir::Recv => st.queue_receiver(&self.node),
+            }
+        }
+        self.stage.set(Stage::Queued);
+    }
+
+    /// A queued operation: `Ready` once a partner has claimed it and signalled (the node is
+    /// then unlinked and ours), `Pending` otherwise, with the waker brought up to date.
+    fn poll_queued<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, cx: &TaskCx<'_>) -> Poll<()> {
+        loop {
+            if self.ctx.selected() != Selected::Waiting {
+                if self.ctx.task_signalled() {
+                    self.stage.set(Stage::Done);
+                    return Poll::Ready(());
+                }
+                // Claimed, and the partner is between its unlock and its signal: poll again
+                // soon rather than block the executor's thread.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let st = sh.lock();
+            if self.ctx.selected() != Selected::Waiting {
+                continue;
+            }
+            if self.has_waker(cx.waker()) {
+                return Poll::Pending;
+            }
+            drop(st);
+            let new = cx.waker().clone();
+            let st = sh.lock();
+            if self.ctx.selected() != Selected::Waiting {
+                drop(st);
+                drop(new);
+                continue;
+            }
+            // SAFETY: still waiting, and we hold the lock of the one channel it is queued on.
+            let old = unsafe { self.ctx.swap_waker(Some(new)) };
+            drop(st);
+            drop(old);
+            return Poll::Pending;
+        }
+    }
+
+    /// Drop of an operation: nothing to do unless it is queued.
+    #[inline(always)]
+    fn cancel<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
+        if self.stage.get() == Stage::Queued {
+            self.cancel_queued(sh, dir);
+        }
+    }
+
+    /// Drop of a queued operation: see the module docs for where a value goes.
+    #[cold]
+    #[inline(never)]
+    fn cancel_queued<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
+        self.stage.set(Stage::Done);
+        let mut st = sh.lock();
+        if self.ctx.abort() {
+            match dir {
+                Dir::Send => st.unqueue_sender(&self.node),
+                Dir::Recv => st.unqueue_receiver(&self.node),
+            }
+            // The send's value stays in the node, dropped with the future outside the lock.
+            return;
+        }
+        // Claimed. The partner wrote the node under this lock, which we now hold.
+        let w = match dir {
+            // SAFETY: claimed and unlinked: the slot is ours.
+            Dir::Recv => unsafe { self.node.take() }.and_then(|v| st.give_back(v)),
+            Dir::Send => None,
+        };
+        drop(st);
+        wake(w);
+        // The partner may still be about to signal: it must be done with us before we go.
+        while !self.ctx.task_signalled() {
+            crate::sync::yield_now();
+        }
+    }
+
+    fn poll_send<L: Strategy<Waiter = W>>(
+        &self,
+        sh: &Shared<T, L>,
+        cx: &TaskCx<'_>,
+    ) -> Poll<Result<(), SendError<T>>> {
+        match self.stage.get() {
+            Stage::Idle => {}
+            Stage::Queued => {
+                if self.poll_queued(sh, cx).is_pending() {
+                    return Poll::Pending;
+                }
+                // SAFETY: claimed and signalled: the node is ours. A receiver emptied the
+                // slot; a close left the value in it.
+                return Poll::Ready(match unsafe { self.node.take() } {
+                    None => Ok(()),
+                    Some(v) => Err(SendError(v)),
+                });
+            }
+            Stage::Done => panic!("a send future polled after it completed"),
+        }
+        // A hint, read without the fence that makes it exact: if the send looks bound to
+        // wait, get the waker now rather than lock twice.
+        // `installed`: `will_wake` is best-effort (it may say false for the very waker just
+        // installed: under Miri every vtable reference is a new address), so it is asked once.
+        let s = sh.summary.load(Relaxed);
+        let mut installed = s & (CLOSED | RECEIVERS) == 0 && (s & LEN) as usize >= sh.cap;
+        if installed {
+            self.install(cx.waker());
+        }
+        loop {
+            // SAFETY: not queued: the slot is ours.
+            let v = unsafe { self.node.take() }.expect("an unsent value is in its node");
+            let mut st = sh.lock();
+            if st.is_closed() {
+                drop(st);
+                self.stage.set(Stage::Done);
+                return Poll::Ready(Err(SendError(v)));
+            }
+            match st.try_send(v) {
+                Ok(w) => {
+                    drop(st);
+                    wake(w);
+                    self.stage.set(Stage::Done);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(v) => {
+                    // SAFETY: not queued: the slot is ours (and empty); no drop runs.
+                    unsafe { self.node.put(v) };
+                    if !installed && !self.has_waker(cx.waker()) {
+                        drop(st);
+                        self.install(cx.waker());
+                        installed = true;
+                        continue;
+                    }
+                    self.queue(&mut st, Dir::Send);
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+
+    fn poll_recv<L: Strategy<Waiter = W>>(
+        &self,
+        sh: &Shared<T, L>,
+        cx: &TaskCx<'_>,
+    ) -> Poll<Result<T, RecvError>> {
+        match self.stage.get() {
+            Stage::Idle => {}
+            Stage::Queued => {
+                if self.poll_queued(sh, cx).is_pending() {
+                    return Poll::Pending;
+                }
+                // SAFETY: claimed and signalled: the node is ours. A sender filled the slot;
+                // a close left it empty.
+                return Poll::Ready(unsafe { self.node.take() }.ok_or(RecvError));
+            }
+            Stage::Done => panic!("a receive future polled after it completed"),
+        }
+        // As for a send: a receive that looks bound to wait gets its waker first.
+        let mut installed = sh.summary.load(Relaxed) & (LEN | SENDERS | CLOSED) == 0;
+        if installed {
+            self.install(cx.waker());
+        }
+        loop {
+            let mut st = sh.lock();
+            if let Some((v, w)) = st.try_recv() {
+                drop(st);
+                wake(w);
+                self.stage.set(Stage::Done);
+                return Poll::Ready(Ok(v));
+            }
+            if st.is_closed() {
+                drop(st);
+                self.stage.set(Stage::Done);
+                return Poll::Ready(Err(RecvError));
+            }
+            if !installed && !self.has_waker(cx.waker()) {
+                drop(st);
+                self.install(cx.waker());
+                installed = true;
+                continue;
+            }
+            self.queue(&mut st, Dir::Recv);
+            return Poll::Pending;
+        }
+    }
+}
+
+/// The future of [`Chan::send_async`] (and [`Sender::send_async`]).
+///
+/// Dropping it before it completes is safe at any point: either the value was sent, or it is
+/// dropped with the future, exactly once.
+#[must_use = "futures do nothing unless polled"]
+pub struct SendFuture<'a, T, L: Strategy = Adaptive> {
+    chan: &'a Chan<T, L>,
+    op: Op<T, L::Waiter>,
+}
+
+/// The future of [`Chan::recv_async`] (and [`Receiver::recv_async`]).
+///
+/// Dropping it before it completes is safe at any point: a value it had already been handed
+/// goes back to the channel (to a waiting receiver, else to the front of the buffer).
+#[must_use = "futures do nothing unless polled"]
+pub struct RecvFuture<'a, T, L: Strategy = Adaptive> {
+    chan: &'a Chan<T, L>,
+    op: Op<T, L::Waiter>,
+}
+
+// SAFETY: the raw pointers inside (node links, the context pointer) are touched only under
+// the channel's lock or by the future's owner while the node is unqueued; values of `T` move
+// between threads, hence `T: Send`. `&Self` exposes nothing, hence `Sync`.
+unsafe impl<T: Send, L: Strategy> Send for SendFuture<'_, T, L> {}
+// SAFETY: as above.
+unsafe impl<T: Send, L: Strategy> Sync for SendFuture<'_, T, L> {}
+// SAFETY: as for `SendFuture`.
+unsafe impl<T: Send, L: Strategy> Send for RecvFuture<'_, T, L> {}
+// SAFETY: as above.
+unsafe impl<T: Send, L: Strategy> Sync for RecvFuture<'_, T, L> {}
+
+impl<T, L: Strategy> Future for SendFuture<'_, T, L> {
+    type Output = Result<(), SendError<T>>;
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Self::Output> {
+        // Only `&` is ever taken of the pinned fields, so nothing moves.
+        let this = self.into_ref().get_ref();
+        this.op.poll_send(&this.chan.shared, cx)
+    }
+}
+
+impl<T, L: Strategy> Future for RecvFuture<'_, T, L> {
+    type Output = Result<T, RecvError>;
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Self::Output> {
+        let this = self.into_ref().get_ref();
+        this.op.poll_recv(&this.chan.shared, cx)
+    }
+}
+
+impl<T, L: Strategy> Drop for SendFuture<'_, T, L> {
+    fn drop(&mut self) {
+        self.op.cancel(&self.chan.shared, Dir::Send);
+    }
+}
+
+impl<T, L: Strategy> Drop for RecvFuture<'_, T, L> {
+    fn drop(&mut self) {
+        self.op.cancel(&self.chan.shared, Dir::Recv);
+    }
+}
+
+impl<T, L: Strategy> fmt::Debug for SendFuture<'_, T, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SendFuture")
+            .field("stage", &self.op.stage.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, L: Strategy> fmt::Debug for RecvFuture<'_, T, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvFuture")
+            .field("stage", &self.op.stage.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, L: Strategy> Chan<T, L> {
+    /// Sends `v` from an async task: completes when [`send`](Self::send) would return,
+    /// without blocking the executor's thread. Works with any executor, and with blocking
+    /// parties on the same channel: a thread blocked in [`recv`](Self::recv) is woken by it,
+    /// and a thread's `recv` completes a pending `send_async`.
+    ///
+    /// Gives `v` back (`SendError`) if the channel is or becomes closed. Dropping the
+    /// future before it completes drops `v` unless it was already sent. The wait allocates
+    /// nothing (the queue node lives in the future), and a timeout is the executor's (say
+    /// `tokio::time::timeout`): dropping the future is the cancellation.
+    ///
+    /// ```
+    /// use chan::Chan;
+    /// let c: Chan<u32> = Chan::new(0);
+    /// let rx = c.clone();
+    /// let thread = std::thread::spawn(move || rx.recv()); // a blocking receiver
+    /// futures::executor::block_on(c.send_async(7)).unwrap();
+    /// assert_eq!(thread.join().unwrap(), Ok(7));
+    /// ```
+    pub fn send_async(&self, v: T) -> SendFuture<'_, T, L> {
+        SendFuture {
+            chan: self,
+            op: Op::new(Some(v)),
+        }
+    }
+
+    /// Receives from an async task: completes when [`recv`](Self::recv) would return, without
+    /// blocking the executor's thread; fails once the channel is closed and drained.
+    ///
+    /// Dropping the future before it completes loses nothing: a value it had already been
+    /// handed goes to the next waiting receiver, or back to the front of the buffer.
+    ///
+    /// ```
+    /// use chan::Chan;
+    /// let c: Chan<&str> = Chan::new(1);
+    /// let tx = c.clone();
+    /// let thread = std::thread::spawn(move || tx.send("from a thread")); // a blocking sender
+    /// let got = futures::executor::block_on(c.recv_async());
+    /// assert_eq!(got, Ok("from a thread"));
+    /// thread.join().unwrap().unwrap();
+    /// ```
+    pub fn recv_async(&self) -> RecvFuture<'_, T, L> {
+        RecvFuture {
+            chan: self,
+            op: Op::new(None),
+        }
+    }
+}
+
+impl<T, L: Strategy> Sender<T, L> {
+    /// See [`Chan::send_async`].
+    pub fn send_async(&self, v: T) -> SendFuture<'_, T, L> {
+        self.0.send_async(v)
+    }
+}
+
+impl<T, L: Strategy> Receiver<T, L> {
+    /// See [`Chan::recv_async`].
+    pub fn recv_async(&self) -> RecvFuture<'_, T, L> {
+        self.0.recv_async()
+    }
+}
+
+#[cfg(feature = "stream")]
+pub use self::stream::RecvStream;
+
+#[cfg(feature = "stream")]
+mod stream {
+    use super::*;
+
+    /// A channel's received values as a [`futures_core::Stream`] (feature `stream`), from
+    /// [`Receiver::stream`], [`Receiver::into_stream`] or [`Chan::stream`]. Ends when the
+    /// channel is closed and drained.
+    ///
+    /// It holds its wait node, so it is `!Unpin`: pin it (`std::pin::pin!`, `Box::pin`) to
+    /// call `StreamExt::next`. Dropping it mid-wait follows [`RecvFuture`]'s rule.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// let (tx, rx) = chan::Chan::<u32>::new(4).split();
+    /// std::thread::spawn(move || (0..10).for_each(|i| tx.send(i).unwrap()));
+    /// let all = futures::executor::block_on(rx.into_stream().collect::<Vec<_>>());
+    /// assert_eq!(all, (0..10).collect::<Vec<_>>());
+    /// ```
+    #[must_use = "streams do nothing unless polled"]
+    pub struct RecvStream<'a, T, L: Strategy = Adaptive> {
+        chan: Handle<'a, T, L>,
+        op: Op<T, L::Waiter>,
+    }
+
+    enum Handle<'a, T, L: Strategy> {
+        Borrowed(&'a Chan<T, L>),
+        Owned(Receiver<T, L>),
+    }
+
+    impl<T, L: Strategy> Handle<'_, T, L> {
+        fn chan(&self) -> &Chan<T, L> {
+            match self {
+                Handle::Borrowed(c) => c,
+                Handle::Owned(r) => &r.0,
+            }
+        }
+    }
+
+    // SAFETY: as for `RecvFuture`.
+    unsafe impl<T: Send, L: Strategy> Send for RecvStream<'_, T, L> {}
+    // SAFETY: as for `RecvFuture`.
+    unsafe impl<T: Send, L: Strategy> Sync for RecvStream<'_, T, L> {}
+
+    impl<T, L: Strategy> futures_core::Stream for RecvStream<'_, T, L> {
+        type Item = T;
+        fn poll_next(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Option<T>> {
+            let this = self.into_ref().get_ref();
+            let got = this.op.poll_recv(&this.chan.chan().shared, cx);
+            if got.is_ready() {
+                // Ready for the next item (or to see the end again).
+                this.op.stage.set(Stage::Idle);
+            }
+            got.map(Result::ok)
+        }
+    }
+
+    impl<T, L: Strategy> Drop for RecvStream<'_, T, L> {
+        fn drop(&mut self) {
+            self.op.cancel(&self.chan.chan().shared, Dir::Recv);
+        }
+    }
+
+    impl<T, L: Strategy> fmt::Debug for RecvStream<'_, T, L> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("RecvStream")
+                .field("chan", self.chan.chan())
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl<T, L: Strategy> Chan<T, L> {
+        /// The received values as a [`futures_core::Stream`] (feature `stream`).
+        pub fn stream(&self) -> RecvStream<'_, T, L> {
+            RecvStream {
+                chan: Handle::Borrowed(self),
+                op: Op::new(None),
+            }
+        }
+    }
+
+    impl<T, L: Strategy> Receiver<T, L> {
+        /// The received values as a [`futures_core::Stream`] (feature `stream`).
+        pub fn stream(&self) -> RecvStream<'_, T, L> {
+            self.0.stream()
+        }
+
+        /// This receiver as a [`futures_core::Stream`] that owns it (feature `stream`).
+        pub fn into_stream(self) -> RecvStream<'static, T, L> {
+            RecvStream {
+                chan: Handle::Owned(self),
+                op: Op::new(None),
+            }
+        }
+    }
+}
