@@ -69,7 +69,6 @@ impl<T> Ring<T> {
     }
 
     /// Puts `v` before every other value (it is popped next), growing the ring if it is full.
-    #[allow(dead_code)] // for the async receive's cancellation, landing next
     pub(crate) fn push_front(&mut self, v: T) {
         if self.is_full() {
             self.grow();
