@@ -11,7 +11,7 @@
 //! hands that CPU to the thread we are waiting for.
 
 use crate::futex;
-use crate::spin::{worth_spinning, Budget, SpinHistory};
+use crate::spin::{worth_spinning, Budget};
 use crate::stats::count;
 use crate::strategy::{parse_num, Params, Strategy, Waiter};
 use crate::sync::{spin_hint, yield_now, AtomicU32, Ordering::*};
@@ -110,18 +110,11 @@ impl Params for AdaptiveParams {
 /// `yield_ns` more have passed. Returns the last value seen, `busy` if the budgets ran out.
 #[inline]
 fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
-    let s = spin_while(word, busy, spin_ns);
+    let mut s = word.load(Relaxed);
     if s != busy {
         return s;
     }
-    yield_while(word, busy, yield_ns)
-}
-
-/// The spinning half of [`wait_while`].
-#[inline]
-fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
-    let mut s = word.load(Relaxed);
-    if s == busy && spin_ns != 0 && worth_spinning() {
+    if spin_ns != 0 && worth_spinning() {
         let budget = Budget::start(spin_ns);
         let mut spins = 0u32;
         while s == busy && !budget.spent() {
@@ -131,13 +124,6 @@ fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
         }
         count!(spins, spins);
     }
-    s
-}
-
-/// The yielding half of [`wait_while`].
-#[inline]
-fn yield_while(word: &AtomicU32, busy: u32, yield_ns: u32) -> u32 {
-    let mut s = word.load(Relaxed);
     if s == busy && yield_ns != 0 {
         // Most waits end at the first yield (on one CPU, the partner runs during it), so the
         // clock is read only when a second one is needed.
@@ -405,21 +391,7 @@ impl AdaptiveWaiter {
     /// Sleeps until signalled or, given a deadline, until it passes; `true` if signalled.
     fn park(&self, deadline: Option<Instant>) -> bool {
         let p = self.params;
-        // A spin pays only while the partner runs on another CPU; `SpinHistory` stops this
-        // thread spinning when its recent spins were wasted (say, the scheduler put both
-        // parties on one CPU, where a spin only delays the partner).
-        let mut s = self.state.load(Relaxed);
-        if s == EMPTY && p.wait_spin_ns != 0 && worth_spinning() {
-            let spin_ns = SpinHistory::budget(p.wait_spin_ns);
-            if spin_ns != 0 {
-                s = spin_while(&self.state, EMPTY, spin_ns);
-                SpinHistory::record(s != EMPTY);
-            }
-        }
-        if s == EMPTY {
-            s = yield_while(&self.state, EMPTY, p.yield_ns);
-        }
-        if s == SET {
+        if wait_while(&self.state, EMPTY, p.wait_spin_ns, p.yield_ns) == SET {
             return self.is_signalled();
         }
         loop {

@@ -105,79 +105,6 @@ mod imp {
     }
 }
 
-/// Whether spinning has lately paid for this thread, and so how long its next spin may be.
-///
-/// A waiter's spin catches its event only if the thread that will signal it is running on
-/// another CPU meanwhile. The scheduler decides that, and may keep two partners on one CPU for
-/// a while; then every spin is time taken from the partner. So each thread keeps a short
-/// record: a spin that caught its event restores the full budget, each one in a row that did
-/// not halves it, and below [`MIN_SPIN_NS`] the thread stops spinning, except that every
-/// [`PROBE_EVERY`]th wait tries the full budget again, to notice when spinning pays once more.
-#[cfg(not(loom))]
-pub(crate) struct SpinHistory;
-
-/// Budgets shorter than this are not worth starting a spin for.
-#[cfg(not(loom))]
-const MIN_SPIN_NS: u32 = 100;
-/// How often a thread that has stopped spinning tries again.
-#[cfg(not(loom))]
-const PROBE_EVERY: u32 = 32;
-
-#[cfg(not(loom))]
-std::thread_local! {
-    /// Consecutive wasted spins (saturating at 31), and a count of waits for the probes.
-    static SPIN_RECORD: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
-}
-
-#[cfg(not(loom))]
-impl SpinHistory {
-    /// The spin budget for this thread's next wait, out of `max_ns`.
-    #[inline]
-    pub(crate) fn budget(max_ns: u32) -> u32 {
-        if max_ns == 0 {
-            return 0;
-        }
-        SPIN_RECORD
-            .try_with(|r| {
-                let (wasted, waits) = r.get();
-                r.set((wasted, waits.wrapping_add(1)));
-                let ns = max_ns >> wasted;
-                if ns >= MIN_SPIN_NS {
-                    ns
-                } else if waits % PROBE_EVERY == 0 {
-                    max_ns
-                } else {
-                    0
-                }
-            })
-            // Thread-local storage is gone while the thread exits: spin in full.
-            .unwrap_or(max_ns)
-    }
-
-    /// Records whether a spin caught its event.
-    #[inline]
-    pub(crate) fn record(caught: bool) {
-        let _ = SPIN_RECORD.try_with(|r| {
-            let (wasted, waits) = r.get();
-            r.set((if caught { 0 } else { (wasted + 1).min(31) }, waits));
-        });
-    }
-}
-
-/// Under loom every wait spins its full (two-step) budget: the history is a heuristic about
-/// real schedulers, and a thread-local would be shared by loom's threads anyway.
-#[cfg(loom)]
-pub(crate) struct SpinHistory;
-
-#[cfg(loom)]
-impl SpinHistory {
-    pub(crate) fn budget(max_ns: u32) -> u32 {
-        max_ns
-    }
-
-    pub(crate) fn record(_caught: bool) {}
-}
-
 /// Under loom time does not pass and every spin is a scheduling point: a budget of two
 /// iterations exercises both the "caught it while spinning" and the "gave up" paths.
 #[cfg(loom)]
@@ -202,29 +129,3 @@ mod imp {
 }
 
 pub(crate) use imp::*;
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::SpinHistory;
-
-    #[test]
-    fn wasted_spins_shrink_the_budget_and_a_caught_one_restores_it() {
-        std::thread::spawn(|| {
-            assert_eq!(SpinHistory::budget(2000), 2000);
-            SpinHistory::record(false);
-            assert_eq!(SpinHistory::budget(2000), 1000);
-            SpinHistory::record(false);
-            assert_eq!(SpinHistory::budget(2000), 500);
-            (0..10).for_each(|_| SpinHistory::record(false));
-            // Stopped, except for one probe in every 32 waits.
-            let spun: Vec<u32> = (0..64).map(|_| SpinHistory::budget(2000)).collect();
-            assert_eq!(spun.iter().filter(|&&ns| ns == 2000).count(), 2);
-            assert!(spun.iter().all(|&ns| ns == 0 || ns == 2000));
-            SpinHistory::record(true);
-            assert_eq!(SpinHistory::budget(2000), 2000);
-            assert_eq!(SpinHistory::budget(0), 0);
-        })
-        .join()
-        .unwrap();
-    }
-}
