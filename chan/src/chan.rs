@@ -294,6 +294,18 @@ impl<T, W: locks::Waiter> State<T, W> {
         }
     }
 
+    /// Whether a party about to queue (`side`: `SENDERS` or `RECEIVERS`) will be served by
+    /// the very next operation of a partner, and should wait as [`Strategy::first_waiter`]
+    /// (which may spin). Only on a channel of at most one buffer: with more, a party woken
+    /// at once would trade values one at a time with its partner, where a little lateness
+    /// lets the buffer fill or drain and the two sides work in batches (two CPUs, O=10 M=1:
+    /// 209 ns per message spinning, 97 not).
+    ///
+    /// [`Strategy::first_waiter`]: locks::Strategy::first_waiter
+    fn first_in_line(&self, side: u64) -> bool {
+        self.flags & side == 0 && self.cap <= 1
+    }
+
     /// Queues a blocked sender's node.
     ///
     /// # Safety
@@ -714,10 +726,9 @@ impl<T, L: Strategy> Chan<T, L> {
         deadline: Option<Instant>,
     ) -> Result<(), Fail<T>> {
         let sh = &*self.shared;
-        // First in line: served by the next receive, which may be only nanoseconds away.
-        let ctx = Context::new(match st.flags & SENDERS {
-            0 => st.lock.first_waiter(),
-            _ => st.lock.waiter(),
+        let ctx = Context::new(match st.first_in_line(SENDERS) {
+            true => st.lock.first_waiter(),
+            false => st.lock.waiter(),
         });
         let node = Node::new(Some(v));
         node.bind(&ctx, 0);
@@ -789,9 +800,9 @@ impl<T, L: Strategy> Chan<T, L> {
         deadline: Option<Instant>,
     ) -> Result<T, RecvFail> {
         let sh = &*self.shared;
-        let ctx = Context::new(match st.flags & RECEIVERS {
-            0 => st.lock.first_waiter(),
-            _ => st.lock.waiter(),
+        let ctx = Context::new(match st.first_in_line(RECEIVERS) {
+            true => st.lock.first_waiter(),
+            false => st.lock.waiter(),
         });
         let node = Node::new(None);
         node.bind(&ctx, 0);

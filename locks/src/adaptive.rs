@@ -49,10 +49,15 @@ impl AdaptiveParams {
     /// and locker first did not pay on that machine: in all four of erik's cells each extra
     /// 150 ns of spin budget made a message 20-60 ns slower than yielding at once (O=10 M=1:
     /// 130, 165, 185 ns for 0, 150, 300 ns of spin), so `spin_ns` is 0. Letting only the
-    /// waiter first in line spin is another matter: it is the one a partner serves next, and
-    /// a rendezvous on two CPUs answered within the spin instead of a yield (O=0 M=1: 819 ->
-    /// 492 ns per message, O=0 M=8: 1547 -> 423), while O=10 M=8, where spinning every waiter
-    /// cost 65 %, stayed within 7 % (505 -> 539).
+    /// waiter first in line spin is another matter: it is the one a partner serves next, so
+    /// on two CPUs the hand-off lands within the spin instead of after a yield. One process
+    /// per run, 9 runs each, ns per message with `wait_spin_ns` 2000 against 0: O=0 M=1 192
+    /// against 684, O=0 M=2 616 against 1745, O=1 M=1 273 against 406, O=10 M=1 327 against
+    /// 451, O=10 M=8 624 against 591; the one clear loss is O=100 M=1, 98 against 72, where the
+    /// receiver keeps catching up with its sender and spins for values that come one by one.
+    /// A per-thread history that stopped spinning after wasted spins did worse (O=1 M=1:
+    /// 1124): a spinning thread keeps its CPU busy, and that is what keeps the scheduler from
+    /// putting both parties on one CPU, where no spin can succeed.
     pub const DEFAULT: AdaptiveParams = AdaptiveParams {
         spin_ns: 0,
         wait_spin_ns: 2_000,
