@@ -25,9 +25,10 @@ pub struct AdaptiveParams {
     /// in nanoseconds; 0 never spins. Skipped when the process may run on only one CPU.
     pub spin_ns: u32,
     /// The same for an [`AdaptiveWaiter`] that is first in line
-    /// ([`Strategy::first_waiter`]): how long a blocked channel operation that will be served
-    /// next spins before yielding. Waiters further back never spin: with more blocked threads
-    /// than CPUs, spinning ones would take the CPU from the thread they wait for.
+    /// ([`Strategy::first_waiter`]; `chan` asks for one on channels of at most one buffer):
+    /// how long a blocked channel operation that will be served next spins before yielding.
+    /// Waiters further back never spin: with more blocked threads than CPUs, spinning ones
+    /// would take the CPU from the thread they wait for.
     pub wait_spin_ns: u32,
     /// How long to keep calling `sched_yield` after spinning, before sleeping on the futex,
     /// in nanoseconds; 0 never yields.
@@ -50,14 +51,15 @@ impl AdaptiveParams {
     /// 150 ns of spin budget made a message 20-60 ns slower than yielding at once (O=10 M=1:
     /// 130, 165, 185 ns for 0, 150, 300 ns of spin), so `spin_ns` is 0. Letting only the
     /// waiter first in line spin is another matter: it is the one a partner serves next, so
-    /// on two CPUs the hand-off lands within the spin instead of after a yield. One process
-    /// per run, 9 runs each, ns per message with `wait_spin_ns` 2000 against 0: O=0 M=1 192
-    /// against 684, O=0 M=2 616 against 1745, O=1 M=1 273 against 406, O=10 M=1 327 against
-    /// 451, O=10 M=8 624 against 591; the one clear loss is O=100 M=1, 98 against 72, where the
-    /// receiver keeps catching up with its sender and spins for values that come one by one.
-    /// A per-thread history that stopped spinning after wasted spins did worse (O=1 M=1:
-    /// 1124): a spinning thread keeps its CPU busy, and that is what keeps the scheduler from
-    /// putting both parties on one CPU, where no spin can succeed.
+    /// on two CPUs a rendezvous hand-off lands within the spin instead of after a yield. One
+    /// process per run, 9 runs each, ns per message with `wait_spin_ns` 2000 against 0: O=0
+    /// M=1 192 against 684, O=0 M=2 616 against 1745, O=1 M=1 273 against 406. With more
+    /// buffers, spinning turned batches into one-by-one trades (O=100 M=1: 98 against 72;
+    /// O=10 M=1 in another run: 882 against 506), which is why `chan` asks for a first waiter
+    /// only on channels of at most one buffer. A per-thread history that stopped spinning
+    /// after wasted spins did worse (O=1 M=1: 1124): a spinning thread keeps its CPU busy,
+    /// and that is what keeps the scheduler from putting both parties on one CPU, where no
+    /// spin can succeed.
     pub const DEFAULT: AdaptiveParams = AdaptiveParams {
         spin_ns: 0,
         wait_spin_ns: 2_000,
