@@ -3,8 +3,8 @@
 //! See `chantest --help`. The modules, in the order a run passes through them:
 //!
 //! * [`cli`] (flags, with [`grid`] for value lists) makes a [`plan::Plan`]: what to run,
-//!   typed, and the one source of a cell's identity ([`plan::Key`]);
-//! * [`run`] runs the plan's cells, taking turns, over the transports of [`via`] (which owns
+//!   typed, its cells named by [`records::Key`];
+//! * [`mod@run`] runs the plan's cells, taking turns, over the transports of [`via`] (which owns
 //!   every transport, `chan` included, the shape of a run and the record layout), read by the
 //!   clocks in [`measure`], optionally pinned by [`affinity`], watched by [`progress`]; it
 //!   turns what it measured into [`records`]. [`against`] runs the same cells as one process
