@@ -484,15 +484,14 @@ fn budget_adds_repetitions_until_decided_or_spent() {
 fn budget_stops_once_every_cell_is_decided() {
     let dir = scratch("budget-decided");
     let slow = slow_build(&dir);
-    // A hundredfold difference is decided at the first look, long before 60 s.
-    let start = std::time::Instant::now();
+    // A hundredfold difference is decided at the first look: the run stops at the first R
+    // repetitions (counted, not timed, so a slow machine cannot fail it).
     let o = run(
         &format!("-N 300 -R 5 -M 1 --lock adaptive --against {slow} --budget 60s --format json"),
         0,
     );
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["changes"][0]["reps"], 5, "{v}");
-    assert!(start.elapsed() < std::time::Duration::from_secs(50));
 }
 
 /// A "build" whose adaptive lock busy-waits 20 us in every critical section: this chantest
