@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 
 const BUFFERS: [usize; 4] = [0, 1, 10, 100];
 const SENDERS: [usize; 3] = [1, 2, 8];
-const IMPLS: [&str; 6] = [
+const IMPLS: [&str; 7] = [
     "ours",
     "ours-sem",
+    "ours-spin",
     "flume",
     "kanal",
     "async-channel",
@@ -111,6 +112,14 @@ fn run(imp: &str, rt: &tokio::runtime::Runtime, o: usize, m: usize, n: u64) -> O
             m,
             n,
             Chan::<u64, locks::SemLock>::new(o).split(),
+            |tx, v| tx.send_async(v).await.unwrap(),
+            |rx| rx.recv_async().await.unwrap()
+        ),
+        "ours-spin" => workload!(
+            rt,
+            m,
+            n,
+            Chan::<u64, locks::SpinYield>::new(o).split(),
             |tx, v| tx.send_async(v).await.unwrap(),
             |rx| rx.recv_async().await.unwrap()
         ),

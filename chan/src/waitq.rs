@@ -90,12 +90,12 @@ impl<W: locks::Waiter> Context<W> {
         }
     }
 
-    /// A context for an async task (`crate::future`), with no waker yet.
-    pub(crate) fn task() -> Self {
+    /// A context for an async task (`crate::future`), waking `waker` (if any yet).
+    pub(crate) fn task(waker: Option<Waker>) -> Self {
         Context {
             select: AtomicUsize::new(0),
             party: Party::Task(TaskWait {
-                waker: UnsafeCell::new(None),
+                waker: UnsafeCell::new(waker),
                 done: AtomicBool::new(false),
             }),
         }

@@ -76,7 +76,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
         AltFuture {
             alt: self,
             stage: Stage::Idle,
-            ctx: Context::task(),
+            ctx: Context::task(None),
             _pin: PhantomPinned,
         }
     }

@@ -29,10 +29,11 @@ use crate::sync::Ordering::Relaxed;
 use crate::waitq::{Context, Node, Selected, Wake};
 use crate::{Receiver, Sender};
 use locks::{Adaptive, Strategy, Waiter};
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomPinned;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context as TaskCx, Poll, Waker};
 
@@ -56,9 +57,10 @@ impl<T, W: Waiter> State<T, W> {
 /// Where an async operation stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
-    /// Not queued: the next poll tries the operation.
+    /// Not queued: the next poll tries the operation (a send future's value is in its
+    /// `value`).
     Idle,
-    /// The node is queued on the channel.
+    /// The wait is set up and its node queued on the channel.
     Queued,
     /// Finished; polling again panics (a stream goes back to `Idle` instead).
     Done,
@@ -71,68 +73,92 @@ enum Dir {
     Recv,
 }
 
-/// The wait state of one async operation: a task context and a node, which the channel's
-/// queue points at while `stage` is `Queued`, hence pinned. Touched only through `&self`
+/// What a queued operation waits with: a task context and a node, which the channel's queue
+/// points at, hence pinned.
+struct Wait<T, W> {
+    ctx: Context<W>,
+    node: Node<T, W>,
+}
+
+/// One async operation: where it stands, and its wait, set up only when it has to wait (the
+/// common operation completes on its first poll, and a future that never waits never pays
+/// for writing a context and a node it does not use). Touched only through `&self`
 /// (interior mutability), so that no `&mut` to the node or context is ever made while the
 /// queue holds pointers to them.
 struct Op<T, W> {
     stage: Cell<Stage>,
-    ctx: Context<W>,
-    node: Node<T, W>,
+    /// Initialised exactly while `stage` is `Queued`.
+    wait: UnsafeCell<MaybeUninit<Wait<T, W>>>,
     _pin: PhantomPinned,
 }
 
 impl<T, W: Waiter> Op<T, W> {
-    fn new(slot: Option<T>) -> Self {
+    fn new() -> Self {
         Op {
             stage: Cell::new(Stage::Idle),
-            ctx: Context::task(),
-            node: Node::new(slot),
+            wait: UnsafeCell::new(MaybeUninit::uninit()),
             _pin: PhantomPinned,
         }
     }
 
-    /// Makes the context's waker one that wakes `w`'s task, cloning it if needed. Call with
-    /// no lock held and the node not queued.
-    fn install(&self, w: &Waker) {
-        // SAFETY: the node is not queued, so the waker slot is ours.
-        if unsafe { self.ctx.waker_will_wake(w) } {
-            return;
-        }
-        // SAFETY: as above.
-        drop(unsafe { self.ctx.swap_waker(Some(w.clone())) });
+    /// The wait; only while `Queued`.
+    fn wait(&self) -> &Wait<T, W> {
+        debug_assert_eq!(self.stage.get(), Stage::Queued);
+        // SAFETY: initialised while queued; only shared references are ever made.
+        unsafe { (*self.wait.get()).assume_init_ref() }
     }
 
-    /// Whether the context already holds a waker for `w`'s task (node not queued, or the
-    /// channel's lock held).
-    fn has_waker(&self, w: &Waker) -> bool {
-        // SAFETY: the caller's guarantee.
-        unsafe { self.ctx.waker_will_wake(w) }
-    }
-
-    /// Queues the node; the caller holds the lock (`st`), the node is unqueued and its
-    /// context's waker installed.
-    fn queue<L: Strategy<Waiter = W>>(&self, st: &mut Locked<'_, T, L>, dir: Dir) {
-        self.ctx.reset_task();
-        self.node.bind(&self.ctx, 0);
+    /// Sets up the wait (a task context holding `waker`, a node holding `slot`) and queues
+    /// its node; the caller holds the lock (`st`) and the operation is `Idle` or `Done`, so
+    /// nothing else can see the wait's memory yet.
+    fn queue<L: Strategy<Waiter = W>>(
+        &self,
+        st: &mut Locked<'_, T, L>,
+        dir: Dir,
+        slot: Option<T>,
+        waker: Waker,
+    ) {
+        debug_assert_ne!(self.stage.get(), Stage::Queued);
+        // SAFETY: not queued, so the memory is ours and holds nothing to drop.
+        let wait = unsafe {
+            (*self.wait.get()).write(Wait {
+                ctx: Context::task(Some(waker)),
+                node: Node::new(slot),
+            })
+        };
+        let wait: &Wait<T, W> = wait;
+        wait.node.bind(&wait.ctx, 0);
         // SAFETY: `self` is pinned (every caller reaches it through `Pin`) and its drop
         // unlinks the node, under the lock, before the memory can go.
         unsafe {
             match dir {
-                Dir::Send => st.queue_sender(&self.node),
-                Dir::Recv => st.queue_receiver(&self.node),
+                Dir::Send => st.queue_sender(&wait.node),
+                Dir::Recv => st.queue_receiver(&wait.node),
             }
         }
         self.stage.set(Stage::Queued);
     }
 
+    /// Ends a wait whose node is unlinked and whose claimer (if any) has signalled: takes
+    /// what its slot holds and drops the rest (a waker the claimer did not take). Runs
+    /// executor code (the waker's drop): call with no lock held.
+    fn finish(&self) -> Option<T> {
+        self.stage.set(Stage::Done);
+        // SAFETY: it was `Queued`, so initialised; unlinked and signalled, so ours alone; the
+        // stage says it is gone before it goes, so nothing reads it again.
+        let wait = unsafe { (*self.wait.get()).assume_init_read() };
+        // SAFETY: as above.
+        unsafe { wait.node.take() }
+    }
+
     /// A queued operation: `Ready` once a partner has claimed it and signalled (the node is
     /// then unlinked and ours), `Pending` otherwise, with the waker brought up to date.
+    #[inline(never)]
     fn poll_queued<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, cx: &TaskCx<'_>) -> Poll<()> {
+        let ctx = &self.wait().ctx;
         loop {
-            if self.ctx.selected() != Selected::Waiting {
-                if self.ctx.task_signalled() {
-                    self.stage.set(Stage::Done);
+            if ctx.selected() != Selected::Waiting {
+                if ctx.task_signalled() {
                     return Poll::Ready(());
                 }
                 // Claimed, and the partner is between its unlock and its signal: poll again
@@ -141,67 +167,155 @@ impl<T, W: Waiter> Op<T, W> {
                 return Poll::Pending;
             }
             let st = sh.lock();
-            if self.ctx.selected() != Selected::Waiting {
+            if ctx.selected() != Selected::Waiting {
                 continue;
             }
-            if self.has_waker(cx.waker()) {
+            // SAFETY: still waiting, and we hold the lock of the one channel it is queued on.
+            if unsafe { ctx.waker_will_wake(cx.waker()) } {
                 return Poll::Pending;
             }
             drop(st);
             let new = cx.waker().clone();
             let st = sh.lock();
-            if self.ctx.selected() != Selected::Waiting {
+            if ctx.selected() != Selected::Waiting {
                 drop(st);
                 drop(new);
                 continue;
             }
-            // SAFETY: still waiting, and we hold the lock of the one channel it is queued on.
-            let old = unsafe { self.ctx.swap_waker(Some(new)) };
+            // SAFETY: as above.
+            let old = unsafe { ctx.swap_waker(Some(new)) };
             drop(st);
             drop(old);
             return Poll::Pending;
         }
     }
 
+    /// Drop of a queued operation: see the module docs for where a value goes. A send's
+    /// value still in its node is dropped here, once, with no lock held.
+    #[cold]
+    #[inline(never)]
+    fn cancel_queued<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
+        let Wait { ctx, node } = self.wait();
+        let mut st = sh.lock();
+        if ctx.abort() {
+            match dir {
+                Dir::Send => st.unqueue_sender(node),
+                Dir::Recv => st.unqueue_receiver(node),
+            }
+            drop(st);
+            drop(self.finish());
+            return;
+        }
+        // Claimed. The partner wrote the node under this lock, which we now hold.
+        let w = match dir {
+            // SAFETY: claimed and unlinked: the slot is ours.
+            Dir::Recv => unsafe { node.take() }.and_then(|v| st.give_back(v)),
+            Dir::Send => None,
+        };
+        drop(st);
+        wake(w);
+        // The partner may still be about to signal: it must be done with us before we go.
+        while !ctx.task_signalled() {
+            crate::sync::yield_now();
+        }
+        // A send's slot is empty (sent) or holds the value a close left there.
+        drop(self.finish());
+    }
+
     /// Drop of an operation: nothing to do unless it is queued.
-    #[inline(always)]
+    #[inline]
     fn cancel<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
         if self.stage.get() == Stage::Queued {
             self.cancel_queued(sh, dir);
         }
     }
 
-    /// Drop of a queued operation: see the module docs for where a value goes.
-    #[cold]
+    /// A send that did not complete at once: `st` is the lock if the caller holds it (and
+    /// found the channel not in its common state), `None` if the send looked bound to wait,
+    /// so that the waker is cloned before locking rather than after a first try.
     #[inline(never)]
-    fn cancel_queued<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
-        self.stage.set(Stage::Done);
-        let mut st = sh.lock();
-        if self.ctx.abort() {
-            match dir {
-                Dir::Send => st.unqueue_sender(&self.node),
-                Dir::Recv => st.unqueue_receiver(&self.node),
+    fn send_slow<L: Strategy<Waiter = W>>(
+        &self,
+        sh: &Shared<T, L>,
+        mut st: Option<Locked<'_, T, L>>,
+        mut v: T,
+        cx: &TaskCx<'_>,
+    ) -> Poll<Result<(), SendError<T>>> {
+        let mut waker = None;
+        loop {
+            let mut locked = match st.take() {
+                Some(locked) => locked,
+                None => {
+                    // Cloning runs the executor's code: never under the lock.
+                    waker.get_or_insert_with(|| cx.waker().clone());
+                    sh.lock()
+                }
+            };
+            if locked.is_closed() {
+                drop(locked);
+                return Poll::Ready(Err(SendError(v)));
             }
-            // The send's value stays in the node, dropped with the future outside the lock.
-            return;
-        }
-        // Claimed. The partner wrote the node under this lock, which we now hold.
-        let w = match dir {
-            // SAFETY: claimed and unlinked: the slot is ours.
-            Dir::Recv => unsafe { self.node.take() }.and_then(|v| st.give_back(v)),
-            Dir::Send => None,
-        };
-        drop(st);
-        wake(w);
-        // The partner may still be about to signal: it must be done with us before we go.
-        while !self.ctx.task_signalled() {
-            crate::sync::yield_now();
+            match locked.try_send(v) {
+                Ok(w) => {
+                    drop(locked);
+                    wake(w);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(back) => v = back,
+            }
+            match waker.take() {
+                Some(waker) => {
+                    self.queue(&mut locked, Dir::Send, Some(v), waker);
+                    return Poll::Pending;
+                }
+                // Unlock, clone, and try again.
+                None => drop(locked),
+            }
         }
     }
 
+    /// A receive that did not complete at once (see [`send_slow`](Self::send_slow)).
+    #[inline(never)]
+    fn recv_slow<L: Strategy<Waiter = W>>(
+        &self,
+        sh: &Shared<T, L>,
+        mut st: Option<Locked<'_, T, L>>,
+        cx: &TaskCx<'_>,
+    ) -> Poll<Result<T, RecvError>> {
+        let mut waker = None;
+        loop {
+            let mut locked = match st.take() {
+                Some(locked) => locked,
+                None => {
+                    waker.get_or_insert_with(|| cx.waker().clone());
+                    sh.lock()
+                }
+            };
+            if let Some((v, w)) = locked.try_recv() {
+                drop(locked);
+                wake(w);
+                return Poll::Ready(Ok(v));
+            }
+            if locked.is_closed() {
+                drop(locked);
+                return Poll::Ready(Err(RecvError));
+            }
+            match waker.take() {
+                Some(waker) => {
+                    self.queue(&mut locked, Dir::Recv, None, waker);
+                    return Poll::Pending;
+                }
+                None => drop(locked),
+            }
+        }
+    }
+
+    /// Polls a send whose value, while `Idle`, is in `value`.
+    #[inline]
     fn poll_send<L: Strategy<Waiter = W>>(
         &self,
         sh: &Shared<T, L>,
+        value: &UnsafeCell<MaybeUninit<T>>,
         cx: &TaskCx<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
         match self.stage.get() {
@@ -210,56 +324,35 @@ impl<T, W: Waiter> Op<T, W> {
                 if self.poll_queued(sh, cx).is_pending() {
                     return Poll::Pending;
                 }
-                // SAFETY: claimed and signalled: the node is ours. A receiver emptied the
-                // slot; a close left the value in it.
-                return Poll::Ready(match unsafe { self.node.take() } {
+                // A receiver emptied the slot; a close left the value in it.
+                return Poll::Ready(match self.finish() {
                     None => Ok(()),
                     Some(v) => Err(SendError(v)),
                 });
             }
             Stage::Done => panic!("a send future polled after it completed"),
         }
-        // A hint, read without the fence that makes it exact: if the send looks bound to
-        // wait, get the waker now rather than lock twice.
-        // `installed`: `will_wake` is best-effort (it may say false for the very waker just
-        // installed: under Miri every vtable reference is a new address), so it is asked once.
+        // SAFETY: `Idle`: the value is there, and ours. `Done` from here on, so that it is
+        // never read twice (nor dropped by the future if this unwinds).
+        let v = unsafe { (*value.get()).assume_init_read() };
+        self.stage.set(Stage::Done);
+        // A hint, read without the fence that makes it exact: a send that looks bound to
+        // wait gets its waker before locking rather than lock twice.
         let s = sh.summary.load(Relaxed);
-        let mut installed = s & (CLOSED | RECEIVERS) == 0 && (s & LEN) as usize >= sh.cap;
-        if installed {
-            self.install(cx.waker());
+        if s & (CLOSED | RECEIVERS) == 0 && (s & LEN) as usize >= sh.cap {
+            return self.send_slow(sh, None, v, cx);
         }
-        loop {
-            // SAFETY: not queued: the slot is ours.
-            let v = unsafe { self.node.take() }.expect("an unsent value is in its node");
-            let mut st = sh.lock();
-            if st.is_closed() {
+        let mut st = sh.lock();
+        match st.buffer_plainly(v) {
+            Ok(()) => {
                 drop(st);
-                self.stage.set(Stage::Done);
-                return Poll::Ready(Err(SendError(v)));
+                Poll::Ready(Ok(()))
             }
-            match st.try_send(v) {
-                Ok(w) => {
-                    drop(st);
-                    wake(w);
-                    self.stage.set(Stage::Done);
-                    return Poll::Ready(Ok(()));
-                }
-                Err(v) => {
-                    // SAFETY: not queued: the slot is ours (and empty); no drop runs.
-                    unsafe { self.node.put(v) };
-                    if !installed && !self.has_waker(cx.waker()) {
-                        drop(st);
-                        self.install(cx.waker());
-                        installed = true;
-                        continue;
-                    }
-                    self.queue(&mut st, Dir::Send);
-                    return Poll::Pending;
-                }
-            }
+            Err(v) => self.send_slow(sh, Some(st), v, cx),
         }
     }
 
+    #[inline]
     fn poll_recv<L: Strategy<Waiter = W>>(
         &self,
         sh: &Shared<T, L>,
@@ -271,38 +364,23 @@ impl<T, W: Waiter> Op<T, W> {
                 if self.poll_queued(sh, cx).is_pending() {
                     return Poll::Pending;
                 }
-                // SAFETY: claimed and signalled: the node is ours. A sender filled the slot;
-                // a close left it empty.
-                return Poll::Ready(unsafe { self.node.take() }.ok_or(RecvError));
+                // A sender filled the slot; a close left it empty.
+                return Poll::Ready(self.finish().ok_or(RecvError));
             }
             Stage::Done => panic!("a receive future polled after it completed"),
         }
+        self.stage.set(Stage::Done);
         // As for a send: a receive that looks bound to wait gets its waker first.
-        let mut installed = sh.summary.load(Relaxed) & (LEN | SENDERS | CLOSED) == 0;
-        if installed {
-            self.install(cx.waker());
+        if sh.summary.load(Relaxed) & (LEN | SENDERS | CLOSED) == 0 {
+            return self.recv_slow(sh, None, cx);
         }
-        loop {
-            let mut st = sh.lock();
-            if let Some((v, w)) = st.try_recv() {
+        let mut st = sh.lock();
+        match st.take_buffered() {
+            Some(v) => {
                 drop(st);
-                wake(w);
-                self.stage.set(Stage::Done);
-                return Poll::Ready(Ok(v));
+                Poll::Ready(Ok(v))
             }
-            if st.is_closed() {
-                drop(st);
-                self.stage.set(Stage::Done);
-                return Poll::Ready(Err(RecvError));
-            }
-            if !installed && !self.has_waker(cx.waker()) {
-                drop(st);
-                self.install(cx.waker());
-                installed = true;
-                continue;
-            }
-            self.queue(&mut st, Dir::Recv);
-            return Poll::Pending;
+            None => self.recv_slow(sh, Some(st), cx),
         }
     }
 }
@@ -315,6 +393,9 @@ impl<T, W: Waiter> Op<T, W> {
 pub struct SendFuture<'a, T, L: Strategy = Adaptive> {
     chan: &'a Chan<T, L>,
     op: Op<T, L::Waiter>,
+    /// The value to send, there exactly while the operation is `Idle` (a queued send keeps
+    /// it in its node).
+    value: UnsafeCell<MaybeUninit<T>>,
 }
 
 /// The future of [`Chan::recv_async`] (and [`Receiver::recv_async`]).
@@ -340,15 +421,17 @@ unsafe impl<T: Send, L: Strategy> Sync for RecvFuture<'_, T, L> {}
 
 impl<T, L: Strategy> Future for SendFuture<'_, T, L> {
     type Output = Result<(), SendError<T>>;
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Self::Output> {
         // Only `&` is ever taken of the pinned fields, so nothing moves.
         let this = self.into_ref().get_ref();
-        this.op.poll_send(&this.chan.shared, cx)
+        this.op.poll_send(&this.chan.shared, &this.value, cx)
     }
 }
 
 impl<T, L: Strategy> Future for RecvFuture<'_, T, L> {
     type Output = Result<T, RecvError>;
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Self::Output> {
         let this = self.into_ref().get_ref();
         this.op.poll_recv(&this.chan.shared, cx)
@@ -356,12 +439,18 @@ impl<T, L: Strategy> Future for RecvFuture<'_, T, L> {
 }
 
 impl<T, L: Strategy> Drop for SendFuture<'_, T, L> {
+    #[inline]
     fn drop(&mut self) {
-        self.op.cancel(&self.chan.shared, Dir::Send);
+        match self.op.stage.get() {
+            // SAFETY: `Idle`: the value was never taken, so it is there to drop, once.
+            Stage::Idle => unsafe { self.value.get_mut().assume_init_drop() },
+            _ => self.op.cancel(&self.chan.shared, Dir::Send),
+        }
     }
 }
 
 impl<T, L: Strategy> Drop for RecvFuture<'_, T, L> {
+    #[inline]
     fn drop(&mut self) {
         self.op.cancel(&self.chan.shared, Dir::Recv);
     }
@@ -405,7 +494,8 @@ impl<T, L: Strategy> Chan<T, L> {
     pub fn send_async(&self, v: T) -> SendFuture<'_, T, L> {
         SendFuture {
             chan: self,
-            op: Op::new(Some(v)),
+            op: Op::new(),
+            value: UnsafeCell::new(MaybeUninit::new(v)),
         }
     }
 
@@ -427,7 +517,7 @@ impl<T, L: Strategy> Chan<T, L> {
     pub fn recv_async(&self) -> RecvFuture<'_, T, L> {
         RecvFuture {
             chan: self,
-            op: Op::new(None),
+            op: Op::new(),
         }
     }
 }
@@ -524,7 +614,7 @@ mod stream {
         pub fn stream(&self) -> RecvStream<'_, T, L> {
             RecvStream {
                 chan: Handle::Borrowed(self),
-                op: Op::new(None),
+                op: Op::new(),
             }
         }
     }
@@ -539,7 +629,7 @@ mod stream {
         pub fn into_stream(self) -> RecvStream<'static, T, L> {
             RecvStream {
                 chan: Handle::Owned(self),
-                op: Op::new(None),
+                op: Op::new(),
             }
         }
     }
