@@ -35,6 +35,7 @@ use std::future::Future;
 use std::marker::PhantomPinned;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
+use std::ptr;
 use std::task::{Context as TaskCx, Poll, Waker};
 
 impl<T, W: Waiter> State<T, W> {
@@ -143,16 +144,18 @@ impl<T, W: Waiter> Op<T, W> {
     /// what its slot holds and drops the rest (a waker the claimer did not take). Runs
     /// executor code (the waker's drop): call with no lock held.
     fn finish(&self) -> Option<T> {
+        // SAFETY: it was `Queued`, so initialised; unlinked and signalled, so ours alone.
+        let v = unsafe { self.wait().node.take() };
         self.stage.set(Stage::Done);
-        // SAFETY: it was `Queued`, so initialised; unlinked and signalled, so ours alone; the
-        // stage says it is gone before it goes, so nothing reads it again.
-        let wait = unsafe { (*self.wait.get()).assume_init_read() };
-        // SAFETY: as above.
-        unsafe { wait.node.take() }
+        // SAFETY: as above; the stage says it is gone before it goes, so nothing reads it
+        // again (in place: moving it out first would copy all of it).
+        unsafe { ptr::drop_in_place((*self.wait.get()).as_mut_ptr()) };
+        v
     }
 
     /// A queued operation: `Ready` once a partner has claimed it and signalled (the node is
-    /// then unlinked and ours), `Pending` otherwise, with the waker brought up to date.
+    /// then unlinked and ours), `Pending` otherwise, with the waker brought up to date. (The
+    /// callers test the signal first, inline: a task is usually polled because it was woken.)
     #[inline(never)]
     fn poll_queued<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, cx: &TaskCx<'_>) -> Poll<()> {
         let ctx = &self.wait().ctx;
@@ -311,7 +314,7 @@ impl<T, W: Waiter> Op<T, W> {
     }
 
     /// Polls a send whose value, while `Idle`, is in `value`.
-    #[inline]
+    #[inline(always)]
     fn poll_send<L: Strategy<Waiter = W>>(
         &self,
         sh: &Shared<T, L>,
@@ -321,7 +324,7 @@ impl<T, W: Waiter> Op<T, W> {
         match self.stage.get() {
             Stage::Idle => {}
             Stage::Queued => {
-                if self.poll_queued(sh, cx).is_pending() {
+                if !self.wait().ctx.task_signalled() && self.poll_queued(sh, cx).is_pending() {
                     return Poll::Pending;
                 }
                 // A receiver emptied the slot; a close left the value in it.
@@ -352,7 +355,7 @@ impl<T, W: Waiter> Op<T, W> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn poll_recv<L: Strategy<Waiter = W>>(
         &self,
         sh: &Shared<T, L>,
@@ -361,7 +364,7 @@ impl<T, W: Waiter> Op<T, W> {
         match self.stage.get() {
             Stage::Idle => {}
             Stage::Queued => {
-                if self.poll_queued(sh, cx).is_pending() {
+                if !self.wait().ctx.task_signalled() && self.poll_queued(sh, cx).is_pending() {
                     return Poll::Pending;
                 }
                 // A sender filled the slot; a close left it empty.
@@ -421,7 +424,9 @@ unsafe impl<T: Send, L: Strategy> Sync for RecvFuture<'_, T, L> {}
 
 impl<T, L: Strategy> Future for SendFuture<'_, T, L> {
     type Output = Result<(), SendError<T>>;
-    #[inline]
+    // Always: the common send is a lock, a push and an unlock, and a call around it (with
+    // the registers it saves) would cost as much again; the slow paths are out of line.
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Self::Output> {
         // Only `&` is ever taken of the pinned fields, so nothing moves.
         let this = self.into_ref().get_ref();
@@ -431,7 +436,7 @@ impl<T, L: Strategy> Future for SendFuture<'_, T, L> {
 
 impl<T, L: Strategy> Future for RecvFuture<'_, T, L> {
     type Output = Result<T, RecvError>;
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Self::Output> {
         let this = self.into_ref().get_ref();
         this.op.poll_recv(&this.chan.shared, cx)
