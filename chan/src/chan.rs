@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 mod future;
 #[cfg(feature = "stream")]
 pub use self::future::RecvStream;
+#[cfg(feature = "sink")]
+pub use self::future::SendSink;
 pub use self::future::{RecvFuture, SendFuture};
 
 /// A Plan 9 channel: a cloneable handle through which any thread may send and receive.

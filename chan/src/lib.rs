@@ -41,8 +41,9 @@
 //!
 //! Async tasks use the same channels, on any executor: [`Chan::send_async`],
 //! [`Chan::recv_async`] (also on [`Sender`] and [`Receiver`]), [`Alt::wait_async`] and
-//! `alt!(async; ..)`, and with the `stream` feature a `Stream` of received values
-//! (`Receiver::stream`). A task waits with its `Waker` where a thread waits with `L`'s waiter,
+//! `alt!(async; ..)`, with the `stream` feature a `Stream` of received values
+//! (`Receiver::stream`) and with the `sink` feature a `Sink` of values to send
+//! (`Sender::sink`). A task waits with its `Waker` where a thread waits with `L`'s waiter,
 //! and either completes the other. The wait node lives in the pinned future (no allocation);
 //! dropping a future cancels it without losing a value (see [`RecvFuture`]).
 #![warn(missing_docs)]
@@ -63,6 +64,8 @@ mod waitq;
 pub use crate::alt::{Alt, AltFuture, Fired};
 #[cfg(feature = "stream")]
 pub use crate::chan::RecvStream;
+#[cfg(feature = "sink")]
+pub use crate::chan::SendSink;
 pub use crate::chan::{Chan, RecvFuture, SendFuture};
 pub use crate::endpoints::{Receiver, RecvEnd, SendEnd, Sender};
 pub use crate::error::{

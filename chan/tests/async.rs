@@ -621,3 +621,99 @@ fn a_receiver_as_a_stream() {
     assert_eq!(sum, 4950);
     assert_eq!(block_on(rx.into_stream().count()), 0);
 }
+
+/// The sink: items in order to a blocking receiver, a closed channel's refusal with the item
+/// given back, and a sink dropped with an item queued drops it once and leaves the channel
+/// as it was; on every backend.
+#[cfg(feature = "sink")]
+mod sink {
+    use super::*;
+    use futures::future::poll_fn;
+    use futures::sink::{Sink, SinkExt};
+
+    per_backend! {
+        sink:
+        a_sender_as_a_sink,
+        a_sink_into_a_closed_channel_gives_the_item_back,
+        a_dropped_sink_drops_its_item_once,
+    }
+
+    fn a_sender_as_a_sink<S: Strategy>(p: S::Params) {
+        let n = count(2000, 50, 10) as u64;
+        for nbuf in [0, 1, 10] {
+            let (tx, rx) = Chan::<u64, S>::with_params(nbuf, p).split();
+            let receiver = thread::spawn(move || rx.iter().collect::<Vec<_>>());
+            let tx2 = tx.clone();
+            block_on(async {
+                {
+                    let mut borrowed = pin!(tx2.sink());
+                    borrowed.send(0).await.unwrap();
+                }
+                drop(tx2);
+                let mut sink = pin!(tx.into_sink());
+                for i in 1..n {
+                    sink.feed(i).await.unwrap();
+                }
+                sink.flush().await.unwrap();
+                sink.close().await.unwrap();
+            });
+            assert_eq!(receiver.join().unwrap(), (0..n).collect::<Vec<_>>());
+        }
+    }
+
+    fn a_sink_into_a_closed_channel_gives_the_item_back<S: Strategy>(p: S::Params) {
+        let c = Chan::<u32, S>::with_params(0, p);
+        let (_, w) = counting_waker();
+        let mut sink = pin!(c.sink());
+        let ready = poll_once(pin!(poll_fn(|cx| sink.as_mut().poll_ready(cx))), &w);
+        assert_eq!(ready, Poll::Ready(Ok(())));
+        sink.as_mut().start_send(7).unwrap();
+        {
+            // Queued (no receiver), then the close gives the item back.
+            let mut flush = pin!(poll_fn(|cx| sink.as_mut().poll_flush(cx)));
+            assert!(poll_once(flush.as_mut(), &w).is_pending());
+            c.close();
+            assert_eq!(
+                poll_once(flush.as_mut(), &w),
+                Poll::Ready(Err(SendError(7)))
+            );
+        }
+        // Closed already: refused on the first poll.
+        sink.as_mut().start_send(8).unwrap();
+        let closed = block_on(poll_fn(|cx| sink.as_mut().poll_close(cx)));
+        assert_eq!(closed, Err(SendError(8)));
+    }
+
+    fn a_dropped_sink_drops_its_item_once<S: Strategy>(p: S::Params) {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let c = Chan::<Tracked, S>::with_params(0, p);
+        let (_, w) = counting_waker();
+        // Kept, never flushed.
+        {
+            let mut sink = pin!(c.sink());
+            sink.as_mut().start_send(Tracked::new(1, &drops)).unwrap();
+        }
+        assert_eq!(drops.load(SeqCst), 1);
+        // Queued on the channel, then dropped: unlinked, the item dropped once.
+        {
+            let mut sink = Box::pin(c.sink());
+            sink.as_mut().start_send(Tracked::new(2, &drops)).unwrap();
+            let mut flush = pin!(poll_fn(|cx| sink.as_mut().poll_flush(cx)));
+            assert!(poll_once(flush.as_mut(), &w).is_pending());
+            assert_eq!(drops.load(SeqCst), 1);
+        }
+        assert_eq!(drops.load(SeqCst), 2);
+        assert!(matches!(c.nbrecv(), Err(TryRecvError::Empty)));
+        // Taken by a receiver while queued, then dropped: sent, not dropped by the sink.
+        {
+            let mut sink = Box::pin(c.sink());
+            sink.as_mut().start_send(Tracked::new(3, &drops)).unwrap();
+            let mut flush = pin!(poll_fn(|cx| sink.as_mut().poll_flush(cx)));
+            assert!(poll_once(flush.as_mut(), &w).is_pending());
+            let got = c.recv().unwrap();
+            assert_eq!(drops.load(SeqCst), 2);
+            drop(got);
+        }
+        assert_eq!(drops.load(SeqCst), 3);
+    }
+}

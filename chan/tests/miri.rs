@@ -711,6 +711,8 @@ per_backend! {
     async_cancellation_races_a_partner,
     async_alt_with_a_thread_partner,
     async_drops_on_one_thread,
+    #[cfg(feature = "sink")]
+    async_sink_with_a_thread_partner,
 }
 
 /// Two tasks on one executor thread and a blocking thread, over a rendezvous and a one-slot
@@ -891,4 +893,55 @@ fn async_drops_on_one_thread<S: Strategy>(p: S::Params) {
     assert_eq!(drops.load(SeqCst), 3);
     drop((y, d));
     assert_eq!(drops.load(SeqCst), 5);
+}
+
+/// A sink's item in each place it can be when the sink goes: kept and never flushed, queued
+/// and dropped, queued and taken by a blocked thread; and a sink feeding a thread.
+#[cfg(feature = "sink")]
+fn async_sink_with_a_thread_partner<S: Strategy>(p: S::Params) {
+    use futures::future::poll_fn;
+    use futures::sink::{Sink, SinkExt};
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (_, w) = exec::counting_waker();
+    let c = Chan::<Tracked, S>::with_params(0, p);
+    {
+        let mut sink = Box::pin(c.sink());
+        sink.as_mut().start_send(Tracked::new(1, &drops)).unwrap();
+    }
+    assert_eq!(drops.load(SeqCst), 1);
+    {
+        let mut sink = Box::pin(c.sink());
+        sink.as_mut().start_send(Tracked::new(2, &drops)).unwrap();
+        let mut flush = Box::pin(poll_fn(|cx| sink.as_mut().poll_flush(cx)));
+        assert!(exec::poll_once(flush.as_mut(), &w).is_pending());
+    }
+    assert_eq!(drops.load(SeqCst), 2);
+    {
+        let mut sink = Box::pin(c.sink());
+        sink.as_mut().start_send(Tracked::new(3, &drops)).unwrap();
+        {
+            let mut flush = Box::pin(poll_fn(|cx| sink.as_mut().poll_flush(cx)));
+            assert!(exec::poll_once(flush.as_mut(), &w).is_pending());
+        }
+        // A thread takes the queued item; the sink is dropped without another poll.
+        let rx = c.clone();
+        assert_eq!(
+            thread::spawn(move || rx.recv().map(|t| t.id))
+                .join()
+                .unwrap(),
+            Ok(3)
+        );
+    }
+    assert_eq!(drops.load(SeqCst), 3);
+
+    let n = count(100, 4, 2) as u64;
+    let (tx, rx) = Chan::<u64, S>::with_params(1, p).split();
+    let t = thread::spawn(move || rx.iter().collect::<Vec<_>>());
+    exec::block_on(async move {
+        let mut sink = Box::pin(tx.into_sink());
+        for i in 0..n {
+            sink.send(i).await.unwrap();
+        }
+    });
+    assert_eq!(t.join().unwrap(), (0..n).collect::<Vec<_>>());
 }
