@@ -724,6 +724,12 @@ mod tests {
         ] {
             assert_eq!(size(text), Ok(bytes), "{text}");
         }
+        let s = args("chantest --via chan,task,task-mt -S 4k --lock sem,spin")
+            .unwrap()
+            .setup()
+            .unwrap();
+        assert_eq!(s.plan.vias, [Via::Chan, Via::Task, Via::TaskMt]);
+        assert_eq!((s.plan.lanes().len(), s.plan.size), (6, 4096));
         let a = args("chantest --via shm,chan -S 4k").unwrap();
         assert_eq!(a.via.unwrap().0, [Via::Shm, Via::Chan]);
         assert_eq!(a.size, Some(4096));
@@ -737,6 +743,11 @@ mod tests {
                 "chantest --via pipe --compare spin,sem",
                 "must include chan",
             ),
+            (
+                "chantest --via task,task-mt --compare spin,sem",
+                "must include chan",
+            ),
+            ("chantest --via task --calibrate", "leave out --via"),
         ] {
             let e = args(line).unwrap().setup().unwrap_err();
             assert!(e.to_string().contains(want), "{line}: {e}");

@@ -771,6 +771,66 @@ mod tests {
     }
 
     #[test]
+    fn task_transports_are_cells_per_backend() {
+        let mut p = plan(Backend::ALL[..2].to_vec());
+        p.vias = vec![Via::Task, Via::Chan, Via::TaskMt];
+        let lanes = p.lanes();
+        assert_eq!(lanes.len(), 6, "each of three transports once per backend");
+        let measured = p
+            .points()
+            .flat_map(|(o, m)| {
+                lanes.iter().zip(1..).map(move |(&lane, k)| Measured {
+                    lane,
+                    nbuf: o,
+                    senders: m,
+                    samples: vec![Sample {
+                        ns: k * 100 * m * 100,
+                        ..Sample::default()
+                    }],
+                })
+            })
+            .collect();
+        let r = crate::run::records(&p, measured, Machine::default());
+        assert_eq!(
+            r.series(),
+            [
+                "task/spin",
+                "task/sem",
+                "chan/spin",
+                "chan/sem",
+                "task-mt/spin",
+                "task-mt/sem"
+            ]
+        );
+        assert_eq!(r.reference_name(), "chan/spin", "chan is the reference");
+        let task_sem = &r.cells[1];
+        assert_eq!(
+            (task_sem.via.as_str(), task_sem.lock.as_str()),
+            ("task", "sem")
+        );
+        assert_eq!(task_sem.summary.ratio_to_ref, 2.0 / 3.0);
+        assert_eq!(r.validate(), Ok(()));
+        let back = Results::parse(&crate::report::json(&r)).unwrap();
+        assert_eq!(back.cells, r.cells);
+        // A task cell names its backend, as a chan cell does.
+        let mut bad = r.clone();
+        bad.cells[4].lock = NO_LOCK.into();
+        assert!(bad.validate().unwrap_err().contains("via=task-mt"));
+        // Without chan, the first transport with the reference backend.
+        let mut tasks = r.clone();
+        tasks.params.via = vec!["task".into(), "task-mt".into()];
+        tasks.cells.retain(|c| c.via != "chan");
+        assert_eq!(tasks.validate(), Ok(()));
+        tasks.summarize();
+        assert_eq!(tasks.reference_name(), "task/spin");
+        let ratios: Vec<f64> = tasks.cells[..4]
+            .iter()
+            .map(|c| c.summary.ratio_to_ref)
+            .collect();
+        assert_eq!(ratios, [1.0, 2.0, 5.0, 6.0]);
+    }
+
+    #[test]
     fn files_without_transports_are_chan_at_8_bytes() {
         let r = results(&[100]);
         let mut v = serde_json::to_value(&r).unwrap();

@@ -297,9 +297,13 @@ fn ratio(x: f64) -> String {
 fn notes(r: &Results) -> String {
     let has = |v| r.has_via(v);
     let mut out = String::new();
-    if has(Via::Task) || has(Via::TaskMt) {
-        out += "# task: M sender tasks and one receiver task on one thread (tokio current-thread \
-                runtime); task-mt: the same on tokio's multi-thread runtime\n";
+    if has(Via::Task) {
+        out += "# task: M sender tasks and one receiver task, all on one thread (tokio's \
+                current-thread runtime)\n";
+    }
+    if has(Via::TaskMt) {
+        out += "# task-mt: M sender tasks and one receiver task on tokio's multi-thread \
+                runtime\n";
     }
     if has(Via::Signal) {
         out += "# signal: N round trips between two processes; per msg = per signal, one way\n";
