@@ -28,6 +28,11 @@ impl Cpus {
         Ok(Cpus(cpus))
     }
 
+    /// How many CPUs: at least one.
+    pub(crate) fn count(&self) -> usize {
+        self.0.len()
+    }
+
     /// The CPU for the thread numbered `i`: round-robin over the mask.
     pub(crate) fn nth(&self, i: usize) -> usize {
         self.0[i % self.0.len()]

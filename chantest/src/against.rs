@@ -160,7 +160,7 @@ fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String>
         "json".into(),
     ]
     .into();
-    if let Lane::Chan(b) = lane {
+    if let Lane::Locked(_, b) = lane {
         let lock = match side.hold_ns {
             Some(h) => format!("{}:hold_ns={h}", plan.backends[b]),
             None => plan.backends[b].to_string(),

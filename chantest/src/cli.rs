@@ -50,20 +50,27 @@ Examples:
                                            false-alarm and detection rates on this machine
   chantest --plain -R 3                    bare total ns per run, like Plan 9's chantest
   chantest --via chan,pipe,unix -M 1,2,8   the same workload through the kernel, beside chan
+  chantest --via chan,task,task-mt -O 10 -M 8
+                                           the channel with threads and with tasks
   chantest --via shm,pipe -S 8k -N 20000   8 KiB messages between two processes (seed 000)
   chantest --via chan,unix -S 1M -N 500    1 MiB messages, every byte written and read
   chantest --via signal -N 100000          signal ping-pong: ns and cycles per signal
   chantest soak --for 10m                  every channel operation under hostile conditions,
                                            checked (see chantest soak --help)
 
-Transports (--via): chan runs once per --lock backend. pipe and unix: M threads write S-byte
-messages into one pipe or one unix stream socket pair, one thread reads; -O does not apply
-(the kernel's buffer is the buffer); writers take turns through a mutex when writes could
-interleave (unix with M > 1, pipe with M > 1 and S > 4096). shm: M threads of a second
-chantest process copy messages into a ring of O slots in shared memory (O=0 runs with one
-slot), futex waits. signal: N round trips of a signal between two processes, figures per
-signal one way; needs -M 1 and -S 8. Ratios are to chan with --ref's backend, or to the first
-transport listed when chan is not.
+Transports (--via): chan runs once per --lock backend, and so do task and task-mt: the same
+channel, checks and -S, with M sender tasks and one receiver task (send_async, recv_async) on
+tokio's current-thread runtime (task: every task on one thread, like Plan 9's threads in one
+proc) or on its multi-thread runtime (task-mt: one worker thread per CPU this process may use,
+pinned one per CPU with --pin); each run builds its runtime before the clock starts and shuts
+it down after. pipe and unix: M threads write S-byte messages into one pipe or one unix stream
+socket pair, one thread reads; -O does not apply (the kernel's buffer is the buffer); writers
+take turns through a mutex when writes could interleave (unix with M > 1, pipe with M > 1 and
+S > 4096). shm: M threads of a second chantest process copy messages into a ring of O slots in
+shared memory (O=0 runs with one slot), futex waits. signal: N round trips of a signal between
+two processes, figures per signal one way; needs -M 1 and -S 8. Ratios are to chan with
+--ref's backend, or to the first transport listed when chan is not (task and task-mt with
+--ref's backend).
 
 Verdicts (--baseline, --compare, --against): per cell, new/old ns per message is estimated
 with an interval (Hodges-Lehmann / Mann-Whitney on logarithms) at 95% for all cells together
@@ -96,7 +103,8 @@ pub(crate) struct Args {
     #[arg(short = 'O', value_name = "NBUF", value_parser = nbuf, allow_negative_numbers = true)]
     pub nbuf: Option<Grid>,
 
-    /// Sending threads: a value, a list or a range [default: 1]
+    /// Sending threads (tasks for --via task, task-mt): a value, a list or a range
+    /// [default: 1]
     #[arg(
         short = 'M',
         value_name = "SENDERS",
@@ -119,7 +127,8 @@ pub(crate) struct Args {
     #[arg(short = 'R', value_name = "REPS", value_parser = reps, allow_negative_numbers = true)]
     pub reps: Option<u64>,
 
-    /// Lock backends, e.g. spin,sem or adaptive:spin_ns=0, or all [default: all]
+    /// Lock backends of the channel (chan, task, task-mt), e.g. spin,sem or
+    /// adaptive:spin_ns=0, or all [default: all]
     #[arg(long, value_name = "LOCKS", value_parser = lock_list, conflicts_with = "compare")]
     pub lock: Option<LockList>,
 
@@ -131,8 +140,8 @@ pub(crate) struct Args {
     #[arg(long)]
     pub global_lock: bool,
 
-    /// Transports side by side: chan, pipe, unix, signal, shm, e.g. chan,pipe,unix
-    /// [default: chan]
+    /// Transports side by side: chan, task, task-mt, pipe, unix, signal, shm, e.g.
+    /// chan,task,task-mt or chan,pipe,unix [default: chan]
     #[arg(long, value_name = "VIAS", value_parser = via_list)]
     pub via: Option<ViaList>,
 
@@ -715,6 +724,12 @@ mod tests {
         ] {
             assert_eq!(size(text), Ok(bytes), "{text}");
         }
+        let s = args("chantest --via chan,task,task-mt -S 4k --lock sem,spin")
+            .unwrap()
+            .setup()
+            .unwrap();
+        assert_eq!(s.plan.vias, [Via::Chan, Via::Task, Via::TaskMt]);
+        assert_eq!((s.plan.lanes().len(), s.plan.size), (6, 4096));
         let a = args("chantest --via shm,chan -S 4k").unwrap();
         assert_eq!(a.via.unwrap().0, [Via::Shm, Via::Chan]);
         assert_eq!(a.size, Some(4096));
@@ -728,6 +743,11 @@ mod tests {
                 "chantest --via pipe --compare spin,sem",
                 "must include chan",
             ),
+            (
+                "chantest --via task,task-mt --compare spin,sem",
+                "must include chan",
+            ),
+            ("chantest --via task --calibrate", "leave out --via"),
         ] {
             let e = args(line).unwrap().setup().unwrap_err();
             assert!(e.to_string().contains(want), "{line}: {e}");

@@ -16,11 +16,12 @@ pub(crate) const WARMUP: usize = 1;
 /// Everything a sweep needs to know.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
-    /// The backends `chan` runs with, in report order.
+    /// The backends `chan`, `task` and `task-mt` run with, in report order.
     pub backends: Vec<Backend>,
     /// Index into `backends` of the one the others are divided by.
     pub reference: usize,
-    /// The transports, in report order; `chan` stands for every backend.
+    /// The transports, in report order; `chan`, `task` and `task-mt` each stand for every
+    /// backend.
     pub vias: Vec<Via>,
     /// S: bytes per message.
     pub size: usize,
@@ -50,14 +51,19 @@ impl Plan {
             .flat_map(move |&o| ms.iter().map(move |&m| (o, m)))
     }
 
-    /// The lanes of every point, in report order: `--via`'s order, with `chan` standing for
-    /// each backend in turn.
+    /// The lanes of every point, in report order: `--via`'s order, with each transport that
+    /// takes a lock (`chan`, `task`, `task-mt`) standing for each backend in turn.
     pub(crate) fn lanes(&self) -> Vec<Lane> {
         self.vias
             .iter()
-            .flat_map(|&via| match via {
-                Via::Chan => (0..self.backends.len()).map(Lane::Chan).collect(),
-                other => vec![Lane::Via(other)],
+            .flat_map(|&via| {
+                if via.takes_lock() {
+                    (0..self.backends.len())
+                        .map(|b| Lane::Locked(via, b))
+                        .collect()
+                } else {
+                    vec![Lane::Via(via)]
+                }
             })
             .collect()
     }
@@ -70,7 +76,7 @@ impl Plan {
     /// The name a lane's cells carry in the `lock` column.
     pub(crate) fn lock_name(&self, lane: Lane) -> String {
         match lane {
-            Lane::Chan(i) => self.backends[i].to_string(),
+            Lane::Locked(_, i) => self.backends[i].to_string(),
             Lane::Via(_) => NO_LOCK.to_string(),
         }
     }
@@ -94,12 +100,14 @@ impl Plan {
     }
 }
 
-/// What one cell runs on: a lock backend over `chan`, or another transport.
+/// What one cell runs on: a lock backend over our channel (`chan`, `task`, `task-mt`), or
+/// another transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Lane {
-    /// `chan` with the backend at this index of the plan's backends.
-    Chan(usize),
-    /// Another transport.
+    /// A transport that takes a lock ([`Via::takes_lock`]), with the backend at this index of
+    /// the plan's backends.
+    Locked(Via, usize),
+    /// A transport that takes none.
     Via(Via),
 }
 
@@ -107,8 +115,7 @@ impl Lane {
     /// The transport.
     pub(crate) fn via(self) -> Via {
         match self {
-            Lane::Chan(_) => Via::Chan,
-            Lane::Via(v) => v,
+            Lane::Locked(v, _) | Lane::Via(v) => v,
         }
     }
 }

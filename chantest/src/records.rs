@@ -34,6 +34,11 @@ fn default_size() -> u64 {
 /// The `lock` of a cell whose transport takes no lock backend.
 pub(crate) const NO_LOCK: &str = "-";
 
+/// Whether the transport named `via` runs once per lock backend ([`Via::takes_lock`]).
+fn takes_lock(via: &str) -> bool {
+    via.parse::<Via>().is_ok_and(Via::takes_lock)
+}
+
 /// What identifies a cell across runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Key {
@@ -98,9 +103,9 @@ pub(crate) struct Results {
 /// The sweep's parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Params {
-    /// Backends `chan` ran with, as `locks::Backend` displays them.
+    /// Backends `chan` (and `task`, `task-mt`) ran with, as `locks::Backend` displays them.
     pub locks: Vec<String>,
-    /// The backend ratios are taken against (when `chan` is the reference transport).
+    /// The backend ratios are taken against (when the reference transport takes a lock).
     pub reference: String,
     /// Transports, in report order.
     #[serde(default = "default_vias")]
@@ -133,7 +138,8 @@ pub(crate) struct Params {
     pub stats: bool,
 }
 
-/// One lane (a backend over `chan`, or another transport) at one (O, M) point.
+/// One lane (a backend over `chan`, `task` or `task-mt`, or another transport) at one (O, M)
+/// point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Cell {
     /// The backend, as displayed; `-` for transports that take none.
@@ -289,7 +295,7 @@ impl Results {
                 .via
                 .parse::<Via>()
                 .map_err(|e| format!("{where_}: {e}"))?;
-            if via == Via::Chan {
+            if via.takes_lock() {
                 cell.lock
                     .parse::<Backend>()
                     .map_err(|e| format!("{where_}: {e}"))?;
@@ -359,7 +365,7 @@ impl Results {
             .via
             .iter()
             .flat_map(|via| {
-                if via == Via::Chan.name() {
+                if takes_lock(via) {
                     self.params
                         .locks
                         .iter()
@@ -378,18 +384,24 @@ impl Results {
         self.params.via.iter().any(|v| v.parse() == Ok(via))
     }
 
+    /// Whether any transport of the run took a lock backend: ran our channel.
+    pub(crate) fn has_locks(&self) -> bool {
+        self.params.via.iter().any(|v| takes_lock(v))
+    }
+
     /// Whether the cells show more than `chan`, so that reports name each cell's transport.
     pub(crate) fn has_transports(&self) -> bool {
         self.params.via.iter().any(|v| v != Via::Chan.name())
     }
 
     /// The name of each line of a plot or legend, in the order cells of one point come: the
-    /// backend over `chan` (`chan/backend` beside other transports), else the transport.
+    /// backend over `chan` (`chan/backend` beside other transports, `task/backend` and so on
+    /// for the task transports), else the transport.
     pub(crate) fn series(&self) -> Vec<String> {
         let mixed = self.has_transports();
         self.lanes()
             .into_iter()
-            .map(|(via, lock)| match (via == Via::Chan.name(), mixed) {
+            .map(|(via, lock)| match (takes_lock(&via), mixed) {
                 (true, false) => lock,
                 (true, true) => format!("{via}/{lock}"),
                 (false, _) => via,
@@ -398,12 +410,14 @@ impl Results {
     }
 
     /// What ratios are taken against, for headings: the reference backend, `chan/backend`
-    /// beside other transports, or the first transport when `chan` did not run.
+    /// beside other transports (`task/backend` when a task transport is the reference), or
+    /// the first transport when none that takes a lock is.
     pub(crate) fn reference_name(&self) -> String {
-        let chan = Via::Chan.name();
         match self.reference_via() {
-            v if v == chan && self.has_transports() => format!("{chan}/{}", self.params.reference),
-            v if v == chan => self.params.reference.clone(),
+            v if takes_lock(&v) && self.has_transports() => {
+                format!("{v}/{}", self.params.reference)
+            }
+            v if takes_lock(&v) => self.params.reference.clone(),
             v => v,
         }
     }
@@ -431,7 +445,7 @@ impl Results {
         }
         // The reference cell of each point: same key but for the lane.
         let via = self.reference_via();
-        let lock = if via == Via::Chan.name() {
+        let lock = if takes_lock(&via) {
             self.params.reference.clone()
         } else {
             NO_LOCK.to_string()
@@ -639,7 +653,7 @@ mod tests {
             .points()
             .flat_map(|(o, m)| {
                 ns.iter().enumerate().map(move |(backend, &base)| Measured {
-                    lane: Lane::Chan(backend),
+                    lane: Lane::Locked(Via::Chan, backend),
                     nbuf: o,
                     senders: m,
                     samples: (0..5)
@@ -754,6 +768,66 @@ mod tests {
         compared.between_backends(0.1);
         assert_eq!(compared.changes.len(), 2, "chan's two backends, per point");
         assert_eq!(compared.changes[1].cell, 4);
+    }
+
+    #[test]
+    fn task_transports_are_cells_per_backend() {
+        let mut p = plan(Backend::ALL[..2].to_vec());
+        p.vias = vec![Via::Task, Via::Chan, Via::TaskMt];
+        let lanes = p.lanes();
+        assert_eq!(lanes.len(), 6, "each of three transports once per backend");
+        let measured = p
+            .points()
+            .flat_map(|(o, m)| {
+                lanes.iter().zip(1..).map(move |(&lane, k)| Measured {
+                    lane,
+                    nbuf: o,
+                    senders: m,
+                    samples: vec![Sample {
+                        ns: k * 100 * m * 100,
+                        ..Sample::default()
+                    }],
+                })
+            })
+            .collect();
+        let r = crate::run::records(&p, measured, Machine::default());
+        assert_eq!(
+            r.series(),
+            [
+                "task/spin",
+                "task/sem",
+                "chan/spin",
+                "chan/sem",
+                "task-mt/spin",
+                "task-mt/sem"
+            ]
+        );
+        assert_eq!(r.reference_name(), "chan/spin", "chan is the reference");
+        let task_sem = &r.cells[1];
+        assert_eq!(
+            (task_sem.via.as_str(), task_sem.lock.as_str()),
+            ("task", "sem")
+        );
+        assert_eq!(task_sem.summary.ratio_to_ref, 2.0 / 3.0);
+        assert_eq!(r.validate(), Ok(()));
+        let back = Results::parse(&crate::report::json(&r)).unwrap();
+        assert_eq!(back.cells, r.cells);
+        // A task cell names its backend, as a chan cell does.
+        let mut bad = r.clone();
+        bad.cells[4].lock = NO_LOCK.into();
+        assert!(bad.validate().unwrap_err().contains("via=task-mt"));
+        // Without chan, the first transport with the reference backend.
+        let mut tasks = r.clone();
+        tasks.params.via = vec!["task".into(), "task-mt".into()];
+        tasks.cells.retain(|c| c.via != "chan");
+        assert_eq!(tasks.validate(), Ok(()));
+        tasks.summarize();
+        assert_eq!(tasks.reference_name(), "task/spin");
+        let ratios: Vec<f64> = tasks.cells[..4]
+            .iter()
+            .map(|c| c.summary.ratio_to_ref)
+            .collect();
+        assert_eq!(ratios, [1.0, 2.0, 5.0, 6.0]);
     }
 
     #[test]

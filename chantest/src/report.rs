@@ -155,7 +155,7 @@ fn table(r: &Results, threshold: f64) -> String {
         p.per_sender,
         p.reps,
         p.warmup,
-        match (r.has_via(Via::Chan), p.global_lock) {
+        match (r.has_locks(), p.global_lock) {
             (false, _) => "",
             (true, true) => ", one global lock",
             (true, false) => ", per-channel locks",
@@ -297,6 +297,14 @@ fn ratio(x: f64) -> String {
 fn notes(r: &Results) -> String {
     let has = |v| r.has_via(v);
     let mut out = String::new();
+    if has(Via::Task) {
+        out += "# task: M sender tasks and one receiver task, all on one thread (tokio's \
+                current-thread runtime)\n";
+    }
+    if has(Via::TaskMt) {
+        out += "# task-mt: M sender tasks and one receiver task on tokio's multi-thread \
+                runtime\n";
+    }
     if has(Via::Signal) {
         out += "# signal: N round trips between two processes; per msg = per signal, one way\n";
     }

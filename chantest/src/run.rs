@@ -1,7 +1,7 @@
 //! Running every cell of a sweep: which runs, in what order.
 //!
-//! A cell is one (O, M) point for one lane: a lock backend over `chan`, or another transport
-//! (`--via`). Within each (O, M) point the lanes take turns, repetition by repetition
+//! A cell is one (O, M) point for one lane: a lock backend over our channel (`chan` with
+//! threads, `task`/`task-mt` with tasks), or another transport (`--via`). Within each (O, M) point the lanes take turns, repetition by repetition
 //! (A B C A B C …), after one warm-up round: whatever drifts over the sweep (clock frequency,
 //! other load, thermal state) then falls on every lane alike, so their ratios and a
 //! `--compare` verdict are not biased by run order.
@@ -63,15 +63,18 @@ pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
         for round in 0..WARMUP + plan.reps {
             for (i, &lane) in lanes.iter().enumerate() {
                 let sample = match lane {
-                    Lane::Chan(b) => via::run(Via::Chan, &plan.backends[b], &spec)?,
+                    Lane::Locked(v, b) => via::run(v, &plan.backends[b], &spec)?,
                     Lane::Via(v) => via::run(v, &locks::Backend::DEFAULT, &spec)?,
                 };
                 if round >= WARMUP {
                     cells[first + i].samples.push(sample);
                 }
                 match lane {
-                    Lane::Chan(b) => {
+                    Lane::Locked(Via::Chan, b) => {
                         progress.advance(&format_args!("{} O={o} M={m}", plan.backends[b]))
+                    }
+                    Lane::Locked(v, b) => {
+                        progress.advance(&format_args!("{v}/{} O={o} M={m}", plan.backends[b]))
                     }
                     Lane::Via(v) => progress.advance(&format_args!("{v} O={o} M={m}")),
                 }
@@ -157,7 +160,7 @@ mod tests {
         assert_eq!(plan.total_runs(), 4 * 2 * 3);
         let cells = sweep(&plan).unwrap();
         let keys: Vec<_> = cells.iter().map(|c| (c.nbuf, c.senders, c.lane)).collect();
-        let (a, b) = (Lane::Chan(0), Lane::Chan(1));
+        let (a, b) = (Lane::Locked(Via::Chan, 0), Lane::Locked(Via::Chan, 1));
         assert_eq!(
             keys,
             [
@@ -191,8 +194,8 @@ mod tests {
         };
         let lanes = [
             Lane::Via(Via::Pipe),
-            Lane::Chan(0),
-            Lane::Chan(1),
+            Lane::Locked(Via::Chan, 0),
+            Lane::Locked(Via::Chan, 1),
             Lane::Via(Via::Unix),
         ];
         assert_eq!(plan.lanes(), lanes);

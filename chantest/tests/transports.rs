@@ -1,5 +1,6 @@
-//! `--via` and `-S` as a user runs them: every transport moves a small workload intact, a
-//! dead peer is an error and not a hang, bad input is exit 2.
+//! `--via` and `-S` as a user runs them: every transport moves a small workload intact (the
+//! task transports beside the threads, in the same table), a dead peer is an error and not a
+//! hang, bad input is exit 2.
 //!
 //! Every run is a few thousand messages and one or two repetitions. Each is started with a
 //! deadline far beyond what it needs (a hang must fail the test, not stall CI) and nothing
@@ -97,7 +98,7 @@ fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
 
 #[test]
 fn every_transport_moves_the_workload_intact() {
-    for via in ["chan", "pipe", "unix", "shm"] {
+    for via in ["chan", "task", "task-mt", "pipe", "unix", "shm"] {
         let r = run(
             &format!("--via {via} -N 2000 -M 1,2 -R 1 --lock adaptive --format csv"),
             0,
@@ -116,7 +117,7 @@ fn every_transport_moves_the_workload_intact() {
 
 #[test]
 fn large_messages_are_written_read_and_counted() {
-    for via in ["pipe", "shm", "unix", "chan"] {
+    for via in ["pipe", "shm", "unix", "chan", "task", "task-mt"] {
         let r = run(
             &format!("--via {via} -S 4096 -N 500 -M 1,2 -O 2 -R 1 --lock sem --format csv"),
             0,
@@ -201,7 +202,7 @@ fn signal_reports_per_signal() {
 
 #[test]
 fn a_damaged_or_duplicated_message_is_status_3() {
-    for via in ["pipe", "unix", "shm", "signal", "chan"] {
+    for via in ["pipe", "unix", "shm", "signal", "chan", "task", "task-mt"] {
         let r = run(
             &format!("--via {via} -N 300 -R 1 --lock sem --inject-fault"),
             3,
@@ -212,12 +213,18 @@ fn a_damaged_or_duplicated_message_is_status_3() {
             r.stderr
         );
     }
-    for via in ["pipe", "shm", "chan"] {
+    for via in ["pipe", "shm", "chan", "task", "task-mt"] {
         run(
             &format!("--via {via} -S 100 -M 2 -N 300 -R 1 --lock sem --inject-fault"),
             3,
         );
     }
+    // Beside the threads, the task transports fail the run the same way.
+    let r = run(
+        "--via chan,task,task-mt -M 3 -N 300 -R 1 --lock adaptive,sem --inject-fault",
+        3,
+    );
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
 }
 
 #[test]
@@ -257,6 +264,11 @@ fn bad_input_is_one_line_and_status_2() {
         ("--via signal -S 4k", "takes -S 8"),
         ("--via shm -O 100 -S 64M", "lower -O or -S"),
         ("--via pipe --compare spin,sem", "must include chan"),
+        ("--via task,task-mt --compare spin,sem", "must include chan"),
+        ("--via task --calibrate", "leave out --via"),
+        ("--via task,task", "listed twice"),
+        ("--via tasks", "unknown transport `tasks`"),
+        ("--via task-mt -S 12", "at least 16"),
     ] {
         let r = run(args, 2);
         assert!(r.stderr.starts_with("chantest: "), "{args}: {}", r.stderr);
@@ -273,15 +285,21 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Runs `args` with `--save` into a fresh scratch directory called `name`; the file's path
+/// and what it holds.
+fn save(name: &str, args: &str) -> (String, Value) {
+    let base = scratch(name).join("base.json").display().to_string();
+    run(&format!("{args} --save {base}"), 0);
+    let saved = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    (base, saved)
+}
+
 #[test]
 fn baselines_keep_their_transports() {
-    let dir = scratch("baseline");
-    let base = dir.join("base.json").display().to_string();
-    run(
-        &format!("--via chan,pipe -S 64 -N 500 -M 1,2 -R 2 --lock sem --save {base}"),
-        0,
+    let (base, saved) = save(
+        "baseline",
+        "--via chan,pipe -S 64 -N 500 -M 1,2 -R 2 --lock sem",
     );
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
     assert_eq!(saved["params"]["via"], serde_json::json!(["chan", "pipe"]));
     assert_eq!(saved["params"]["S"], 64);
     // Re-running the baseline re-runs its transports and size. (R=2 gives no interval, so
@@ -330,4 +348,131 @@ fn files_from_before_transports_still_load() {
         ("chan", "8")
     );
     assert_eq!(rows[0]["verdict"], "ok");
+}
+
+/// The rows of `csv` whose `via` is `via`.
+fn rows_of<'a>(
+    rows: &'a [std::collections::HashMap<String, String>],
+    via: &str,
+) -> Vec<&'a std::collections::HashMap<String, String>> {
+    rows.iter().filter(|r| r["via"] == via).collect()
+}
+
+#[test]
+fn tasks_are_reported_beside_threads_with_the_same_columns() {
+    let args = "--via chan,task,task-mt -O 0,2 -N 1000 -R 1 --lock spin,adaptive";
+    let r = run(&format!("{args} -M 1,3 --format csv"), 0);
+    let rows = csv_rows(&r.stdout);
+    // Each transport runs once per backend at each of the four points.
+    assert_eq!(rows.len(), 3 * 2 * 4, "{}", r.stdout);
+    let head = r.stdout.lines().next().unwrap().split(',').count();
+    for via in ["chan", "task", "task-mt"] {
+        let mine = rows_of(&rows, via);
+        assert_eq!(mine.len(), 8, "{via}");
+        for lock in ["spin", "adaptive"] {
+            assert_eq!(
+                mine.iter().filter(|r| r["lock"] == lock).count(),
+                4,
+                "{via}"
+            );
+        }
+        for row in mine {
+            assert_eq!(row.len(), head, "{via}: every column, {row:?}");
+            for col in ["ns_per_msg", "cpu_ns_per_msg", "ratio_to_ref", "ns_total"] {
+                let x: f64 = row[col]
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{col}: {row:?}"));
+                assert!(x > 0.0, "{via} {col}: {row:?}");
+            }
+            // N values from each of M senders, every one of them counted.
+            assert_eq!(row["N"], "1000");
+        }
+    }
+    // Ratios are to chan with the first backend, whatever the row.
+    let reference = rows
+        .iter()
+        .find(|r| r["via"] == "chan" && r["lock"] == "spin" && r["O"] == "2" && r["M"] == "3")
+        .unwrap();
+    assert_eq!(reference["ratio_to_ref"], "1");
+    let task = rows
+        .iter()
+        .find(|r| {
+            r["via"] == "task-mt" && r["lock"] == "adaptive" && r["O"] == "2" && r["M"] == "3"
+        })
+        .unwrap();
+    let want = task["ns_per_msg"].parse::<f64>().unwrap()
+        / reference["ns_per_msg"].parse::<f64>().unwrap();
+    let got = task["ratio_to_ref"].parse::<f64>().unwrap();
+    assert!((got - want).abs() < 1e-9 * want, "{got} vs {want}");
+
+    // The table: one header, the via column, the task rows and what they mean.
+    let r = run(&format!("{args} -M 1"), 0);
+    let out = &r.stdout;
+    assert!(
+        out.contains("ratio to chan/spin") && out.contains("per-channel locks"),
+        "{out}"
+    );
+    for via in ["chan", "task", "task-mt"] {
+        let rows = out
+            .lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some(via))
+            .count();
+        assert_eq!(rows, 4, "{via} in {out}");
+    }
+    assert!(out.contains("# task: M sender tasks"), "{out}");
+
+    // Without chan, the first task transport with the first backend is the reference.
+    let r = run("--via task-mt,task -N 500 -R 1 --lock sem,adaptive", 0);
+    assert!(r.stdout.contains("ratio to task-mt/sem"), "{}", r.stdout);
+}
+
+#[test]
+fn tasks_run_pinned_and_with_the_global_lock() {
+    let r = run(
+        "--via task,task-mt -M 3 -O 1 -N 500 -R 1 --lock sem --pin --global-lock --format json",
+        0,
+    );
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["params"]["via"], serde_json::json!(["task", "task-mt"]));
+    assert_eq!(v["params"]["pin"], true);
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    for (cell, via) in cells.iter().zip(["task", "task-mt"]) {
+        assert_eq!(
+            (cell["via"].as_str(), cell["lock"].as_str()),
+            (Some(via), Some("sem"))
+        );
+        assert_eq!(cell["global_lock"], true);
+    }
+}
+
+#[test]
+fn task_baselines_and_against() {
+    let (base, saved) = save("tasks", "--via chan,task-mt -N 500 -M 1,2 -R 2 --lock sem");
+    assert_eq!(
+        saved["params"]["via"],
+        serde_json::json!(["chan", "task-mt"])
+    );
+    // Its cells again, task-mt's included (R=2: no interval, so inconclusive, exit 4).
+    let r = run(&format!("--baseline {base} --threshold 100"), 4);
+    assert!(
+        r.stdout.contains("# 0 of 4 cells regressed"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&format!("--baseline {base} --via chan,task"), 2);
+    assert!(r.stderr.contains("has no cell via=task "), "{}", r.stderr);
+    // This build against itself, over tasks: one process per repetition a side.
+    let bin = BIN;
+    let r = run(
+        &format!(
+            "--via task -N 1000 -R 5 -O 10 -M 1 --lock adaptive --against {bin} --threshold 100 \
+             --format json"
+        ),
+        0,
+    );
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["cells"][0]["via"], "task");
+    assert_eq!(v["changes"].as_array().unwrap().len(), 1);
+    assert_eq!(v["changes"][0]["verdict"], "ok", "{v}");
 }

@@ -12,6 +12,11 @@
 //! moves by ownership: no byte is copied. Spent boxes go back to the senders through a second
 //! channel, as Amiga messages went back with `ReplyMsg` (seed 000), so that a run measures the
 //! channel rather than `malloc` and page faults; a sender allocates only when none is waiting.
+//!
+//! What is common to every way of running the workload on our channel (building the channel
+//! with the spec's lock, the message boxes, the clocks, the sender's close guard) is here;
+//! who sends and receives is a [`Drive`]: threads here ([`Threads`]), tasks in
+//! [`super::task`].
 
 use super::record;
 use super::spec::Spec;
@@ -23,21 +28,58 @@ use locks::{Backend, Strategy, Visit};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-/// Runs the workload once with `backend`'s lock, monomorphized for its strategy.
+/// Runs the workload once with `backend`'s lock and sender threads.
 pub(crate) fn run(backend: &Backend, spec: &Spec<'_>) -> Result<Sample, Error> {
-    backend.visit(Run(spec))
+    run_with(backend, spec, Threads)
 }
 
-struct Run<'a, 'b>(&'a Spec<'b>);
+/// Runs the workload once with `backend`'s lock, monomorphized for its strategy, driven by
+/// `drive`.
+pub(super) fn run_with(
+    backend: &Backend,
+    spec: &Spec<'_>,
+    drive: impl Drive,
+) -> Result<Sample, Error> {
+    backend.visit(Run(spec, drive))
+}
 
-impl Visit for Run<'_, '_> {
+/// Who sends and receives, on a channel made ready by [`run_with`].
+pub(super) trait Drive {
+    /// Runs the workload on `c`: senders turn each tag into a message with `make`, the
+    /// receiver turns each message back into its tag with `open` (which may find it damaged)
+    /// and checks it with a [`record::Tracker`]; timed from the senders' start to the last
+    /// value's arrival ([`Clocks`]).
+    fn drive<T: Send + 'static, S: Strategy>(
+        self,
+        c: Chan<T, S>,
+        spec: &Spec<'_>,
+        make: impl Make<T>,
+        open: impl Open<T>,
+    ) -> Result<Sample, Error>;
+}
+
+/// How a sender makes the message of a tag: what any driver may do with it (clone it for
+/// each sender, move it to another thread).
+pub(super) trait Make<T>: Fn(u64) -> T + Clone + Send + 'static {}
+
+impl<T, F: Fn(u64) -> T + Clone + Send + 'static> Make<T> for F {}
+
+/// How the receiver opens a message back into its tag, finding it damaged or not: what any
+/// driver may do with it (move it to another thread).
+pub(super) trait Open<T>: FnMut(T) -> Result<u64, Error> + Send + 'static {}
+
+impl<T, G: FnMut(T) -> Result<u64, Error> + Send + 'static> Open<T> for G {}
+
+struct Run<'a, 'b, D>(&'a Spec<'b>, D);
+
+impl<D: Drive> Visit for Run<'_, '_, D> {
     type Output = Result<Sample, Error>;
 
     fn visit<S: Strategy>(self, params: S::Params) -> Self::Output {
-        let spec = self.0;
+        let Run(spec, drive) = self;
         if spec.size <= record::TAG {
             let c = new_chan::<u64, S>(spec, spec.nbuf, params);
-            return run_on(c, spec, |tag| tag, Ok);
+            return drive.drive(c, spec, |tag| tag, Ok);
         }
         // Room for every box that can be out at once: O buffered, one per sender, one being
         // read; so returning a box never has to wait.
@@ -53,17 +95,13 @@ impl Visit for Run<'_, '_> {
                 b
             }
         };
-        let open = |b: Box<[u8]>| {
+        let open = move |b: Box<[u8]>| {
             let tag = record::read(&b);
             let _ = pool.nbsend(b);
             tag
         };
-        run_on(
-            new_chan::<Box<[u8]>, S>(spec, spec.nbuf, params),
-            spec,
-            make,
-            open,
-        )
+        let c = new_chan::<Box<[u8]>, S>(spec, spec.nbuf, params);
+        drive.drive(c, spec, make, open)
     }
 }
 
@@ -76,45 +114,140 @@ fn new_chan<T, S: Strategy>(spec: &Spec<'_>, nbuf: usize, params: S::Params) -> 
     }
 }
 
-/// Closes the channel if its thread unwinds, so the receiver sees the channel end instead of
-/// waiting forever for values that will never come.
-struct CloseOnPanic<T, S: Strategy>(Chan<T, S>);
+/// A sender's handle on the channel, which closes it if the sender stops before it has
+/// finished (a thread that unwinds, a task that panics and is dropped), so that the receiver
+/// sees the channel end instead of waiting forever for values that will never come.
+pub(super) struct SenderGuard<T, S: Strategy> {
+    /// The channel.
+    pub(super) chan: Chan<T, S>,
+    done: bool,
+}
 
-impl<T, S: Strategy> Drop for CloseOnPanic<T, S> {
+impl<T, S: Strategy> SenderGuard<T, S> {
+    /// Guards a handle on `chan`.
+    pub(super) fn new(chan: Chan<T, S>) -> Self {
+        SenderGuard { chan, done: false }
+    }
+
+    /// The sender has finished: dropping the guard leaves the channel open.
+    pub(super) fn finish(mut self) {
+        self.done = true;
+    }
+}
+
+impl<T, S: Strategy> Drop for SenderGuard<T, S> {
     fn drop(&mut self) {
-        if thread::panicking() {
-            self.0.close();
+        if !self.done {
+            self.chan.close();
         }
     }
 }
 
-/// Runs the workload on `c`: senders turn each tag into a message with `make`, the receiver
-/// turns each message back into its tag with `open` (which may find it damaged).
-fn run_on<T, S, F>(
+/// The clocks a run reads at its start and end: wall time and TSC, the process's usage (all
+/// threads), the locks' futex counts.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Clocks {
+    stamp: Stamp,
+    usage: Usage,
+    stats: locks::stats::Snapshot,
+}
+
+impl Clocks {
+    /// The start of a run: the usage and counts, then the time.
+    pub(super) fn start() -> Clocks {
+        Clocks::start_after(|| ())
+    }
+
+    /// The start of a run whose receiver cannot receive before `release` (which lets the
+    /// senders go) returns: the usage and counts, then `release`, then the time, so that the
+    /// run is timed from the senders' release.
+    pub(super) fn start_after(release: impl FnOnce()) -> Clocks {
+        let (usage, stats) = (Usage::now(), locks::stats::snapshot());
+        release();
+        Clocks {
+            stamp: Stamp::now(),
+            usage,
+            stats,
+        }
+    }
+
+    /// The time first, right at the last value's arrival, then the usage and counts.
+    pub(super) fn end() -> Clocks {
+        let stamp = Stamp::now();
+        Clocks {
+            stamp,
+            usage: Usage::now(),
+            stats: locks::stats::snapshot(),
+        }
+    }
+
+    /// What the run from `start` to `self` cost.
+    pub(super) fn since(&self, start: &Clocks) -> Sample {
+        let used = self.usage.since(&start.usage);
+        let stats = self.stats.since(&start.stats);
+        Sample {
+            futex_waits: stats.futex_waits,
+            futex_wakes: stats.futex_wakes,
+            ..Sample::new(self.stamp.since(&start.stamp), used)
+        }
+    }
+}
+
+/// The error of a receiver whose channel closed before every value arrived.
+pub(super) fn closed_early(received: u64, total: u64) -> Error {
+    Error::Violation(format!(
+        "the channel closed after {received} of {total} values (did a sender panic?)"
+    ))
+}
+
+/// The error of a value found in the channel after all of them had been received.
+pub(super) fn one_too_many<T>(
+    v: T,
+    open: &mut impl FnMut(T) -> Result<u64, Error>,
+    total: u64,
+) -> Error {
+    let what = open(v).map_or_else(|_| "a damaged value".into(), |t| format!("value {t:#x}"));
+    Error::Violation(format!(
+        "{what} arrived after all {total} values had been received"
+    ))
+}
+
+/// The values each sender sends, with the fault (`--inject-fault`) in sender 0's: see
+/// [`record::seq`].
+pub(super) fn faulty_seqs(id: usize, n: u64) -> impl Iterator<Item = u64> {
+    (0..n).map(move |i| record::seq(true, id, i))
+}
+
+/// Sender threads, the receiver on the calling thread: `--via chan`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Threads;
+
+impl Drive for Threads {
+    fn drive<T: Send + 'static, S: Strategy>(
+        self,
+        c: Chan<T, S>,
+        spec: &Spec<'_>,
+        make: impl Make<T>,
+        mut open: impl Open<T>,
+    ) -> Result<Sample, Error> {
+        run_on(c, spec, make, &mut open)
+    }
+}
+
+/// The thread workload on `c` (see [`Drive::drive`]).
+fn run_on<T: Send + 'static, S: Strategy>(
     c: Chan<T, S>,
     spec: &Spec<'_>,
-    make: F,
-    mut open: impl FnMut(T) -> Result<u64, Error>,
-) -> Result<Sample, Error>
-where
-    T: Send + 'static,
-    S: Strategy,
-    F: Fn(u64) -> T + Clone + Send + 'static,
-{
+    make: impl Make<T>,
+    open: &mut impl FnMut(T) -> Result<u64, Error>,
+) -> Result<Sample, Error> {
     let (m, n) = (spec.senders, spec.per_sender);
-    let _restore = match spec.pin {
-        Some(cpus) => {
-            let restore = affinity::Restore::save().map_err(|e| usage!("--pin: {e}"))?;
-            affinity::pin_current(cpus.nth(0)).map_err(|e| usage!("--pin: {e}"))?;
-            Some(restore)
-        }
-        None => None,
-    };
+    let _restore = spec.pin.map(affinity::pin_receiver).transpose()?;
 
     let barrier = Arc::new(Barrier::new(m + 1));
     let mut senders = Vec::with_capacity(m);
     for id in 0..m {
-        let c = CloseOnPanic(c.clone());
+        let c = SenderGuard::new(c.clone());
         let barrier = Arc::clone(&barrier);
         let cpu = spec.pin.map(|cpus| cpus.nth(id + 1));
         let fault = spec.fault;
@@ -129,11 +262,11 @@ where
                 barrier.wait();
                 let base = record::tag(id, 0);
                 if fault && id == 0 {
-                    let seqs = (0..n).map(|i| record::seq(true, id, i));
-                    send_all(&c.0, base, seqs, &make);
+                    send_all(&c.chan, base, faulty_seqs(id, n), &make);
                 } else {
-                    send_all(&c.0, base, 0..n, &make);
+                    send_all(&c.chan, base, 0..n, &make);
                 }
+                c.finish();
             });
         match spawned {
             Ok(handle) => senders.push(handle),
@@ -145,15 +278,13 @@ where
 
     let mut tracker = record::Tracker::new(m);
     let total = m as u64 * n;
-    let usage0 = Usage::now();
-    let stats0 = locks::stats::snapshot();
-    barrier.wait();
-    let start = Stamp::now();
+    // The receiver is this thread, which receives nothing before it is past the barrier.
+    let start = Clocks::start_after(|| {
+        barrier.wait();
+    });
     for received in 0..total {
         let Ok(v) = c.recv() else {
-            return Err(Error::Violation(format!(
-                "the channel closed after {received} of {total} values (did a sender panic?)"
-            )));
+            return Err(closed_early(received, total));
         };
         if let Err(e) = open(v).and_then(|tag| tracker.accept(tag)) {
             // The senders are not joined: one that the fault left blocked must not hang us.
@@ -162,9 +293,7 @@ where
             return Err(e);
         }
     }
-    let end = Stamp::now();
-    let usage1 = Usage::now();
-    let stats1 = locks::stats::snapshot();
+    let end = Clocks::end();
 
     for (id, handle) in senders.into_iter().enumerate() {
         if handle.join().is_err() {
@@ -174,24 +303,9 @@ where
     // Every sender has finished, so anything still in the channel is a value too many.
     c.close();
     if let Ok(v) = c.recv() {
-        let what = open(v).map_or_else(|_| "a damaged value".into(), |t| format!("value {t:#x}"));
-        return Err(Error::Violation(format!(
-            "{what} arrived after all {total} values had been received"
-        )));
+        return Err(one_too_many(v, open, total));
     }
-
-    let (ns, cycles) = end.since(&start);
-    let used = usage1.since(&usage0);
-    let stats = stats1.since(&stats0);
-    Ok(Sample {
-        ns,
-        cycles,
-        cpu_ns: used.cpu_ns,
-        vcsw: used.vcsw,
-        ivcsw: used.ivcsw,
-        futex_waits: stats.futex_waits,
-        futex_wakes: stats.futex_wakes,
-    })
+    Ok(end.since(&start))
 }
 
 /// Sends `make(base | seq)` for each `seq`, until done or the channel is closed (by the
@@ -212,9 +326,15 @@ fn send_all<T, S: Strategy>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    //! The checks every driver of the channel workload passes, run here with threads and in
+    //! [`super::super::task`] with tasks.
+
     use super::*;
     use crate::affinity::Cpus;
+
+    /// One run of the workload with a driver: `run`, or a task flavor's.
+    pub(in crate::via) type Runner<'a> = &'a dyn Fn(&Backend, &Spec<'_>) -> Result<Sample, Error>;
 
     fn spec(nbuf: usize, senders: usize, per_sender: u64) -> Spec<'static> {
         Spec {
@@ -228,8 +348,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_backend_delivers() {
+    /// Every backend, rendezvous and buffered, one sender and several.
+    pub(in crate::via) fn delivers(run: Runner<'_>) {
         for backend in Backend::ALL {
             for (o, m) in [(0, 1), (0, 3), (4, 1), (4, 3)] {
                 let s = run(&backend, &spec(o, m, 500)).unwrap();
@@ -238,8 +358,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn global_lock_and_pinning() {
+    /// The global lock and `--pin`; the caller's CPU mask is restored.
+    pub(in crate::via) fn pins_with_the_global_lock(run: Runner<'_>) {
         let cpus = Cpus::current().unwrap();
         for backend in Backend::ALL {
             let s = Spec {
@@ -256,8 +376,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_duplicate_is_caught() {
+    /// `--inject-fault`'s duplicate is a violation, named.
+    pub(in crate::via) fn catches_a_duplicate(run: Runner<'_>) {
         for backend in Backend::ALL {
             let e = run(
                 &backend,
@@ -271,13 +391,14 @@ mod tests {
                 e,
                 Error::Violation(
                     "sender 0's value 1 arrived again, or out of order, after its value 1".into()
-                )
+                ),
+                "{backend}"
             );
         }
     }
 
-    #[test]
-    fn boxed_messages_move_intact() {
+    /// `-S` above 8: boxes move intact, and a duplicate among them is caught.
+    pub(in crate::via) fn moves_boxes(run: Runner<'_>) {
         for backend in Backend::ALL {
             for (o, m, size) in [(0, 1, 16), (2, 3, 100), (1, 2, 5000)] {
                 let s = run(
@@ -301,5 +422,25 @@ mod tests {
             .unwrap_err();
             assert!(e.to_string().contains("arrived again"), "{e}");
         }
+    }
+
+    #[test]
+    fn every_backend_delivers() {
+        delivers(&run);
+    }
+
+    #[test]
+    fn global_lock_and_pinning() {
+        pins_with_the_global_lock(&run);
+    }
+
+    #[test]
+    fn a_duplicate_is_caught() {
+        catches_a_duplicate(&run);
+    }
+
+    #[test]
+    fn boxed_messages_move_intact() {
+        moves_boxes(&run);
     }
 }

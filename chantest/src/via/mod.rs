@@ -5,6 +5,8 @@
 //! | `--via` | senders | receiver | `-O` | `-M` | `-S` |
 //! |---|---|---|---|---|---|
 //! | `chan` | threads | this thread | channel buffers | any | 8: a `u64`; more: a `Box<[u8]>`, moved |
+//! | `task` | tasks, one thread | a task | channel buffers | any | as `chan` |
+//! | `task-mt` | tasks, worker threads | a task | channel buffers | any | as `chan` |
 //! | `pipe` | threads | this thread | ignored | any | copied through the kernel |
 //! | `unix` | threads | this thread | ignored | any | copied through the kernel |
 //! | `shm` | threads of a peer process | this thread | ring slots (0 runs as 1) | any | copied into the ring |
@@ -13,7 +15,8 @@
 //! Every transport carries the same records ([`record`]) and the receiver checks them the
 //! same way: per-sender order, and for `-S` above 8 a checksum over every byte. What differs,
 //! and what the figures show, is the mechanism. Every transport lives here, `chan` included
-//! ([`chan`]); [`spec::Spec`] is the shape of one run, whatever carries it.
+//! ([`chan`], and with tasks [`task`]); [`spec::Spec`] is the shape of one run, whatever
+//! carries it.
 
 mod chan;
 mod futex;
@@ -24,6 +27,7 @@ pub(crate) mod shm;
 pub(crate) mod signal;
 pub(crate) mod spec;
 mod stream;
+mod task;
 
 use crate::error::{usage, Error};
 use crate::measure::Sample;
@@ -34,10 +38,13 @@ use std::process::ExitCode;
 
 pub(crate) use spec::Via;
 
-/// One run over `via`; `backend` is the lock of `chan` (the other transports take none).
+/// One run over `via`; `backend` is the lock of our channel (`chan`, `task`, `task-mt`; the
+/// other transports take none).
 pub(crate) fn run(via: Via, backend: &Backend, spec: &Spec<'_>) -> Result<Sample, Error> {
     match via {
         Via::Chan => chan::run(backend, spec),
+        Via::Task => task::run(task::Flavor::CurrentThread, backend, spec),
+        Via::TaskMt => task::run(task::Flavor::MultiThread, backend, spec),
         Via::Pipe => stream::run(stream::Kind::Pipe, spec),
         Via::Unix => stream::run(stream::Kind::Unix, spec),
         Via::Signal => signal::run(spec),

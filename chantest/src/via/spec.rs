@@ -21,7 +21,7 @@ pub(crate) const MAX_BUFFERS: u64 = 1 << 20;
 pub(crate) struct Spec<'a> {
     /// O: the channel's buffers (0: rendezvous).
     pub nbuf: usize,
-    /// M: sending threads.
+    /// M: senders (threads, or tasks for `task` and `task-mt`).
     pub senders: usize,
     /// N: values each sender sends.
     pub per_sender: u64,
@@ -41,8 +41,14 @@ pub(crate) type Alive<'a> = &'a mut dyn FnMut() -> Result<(), Error>;
 /// What carries the messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Via {
-    /// This project's channel, once per lock backend.
+    /// This project's channel, once per lock backend: M sender threads, the receiver on this
+    /// thread.
     Chan,
+    /// The same channel, once per lock backend, with tasks: M sender tasks and one receiver
+    /// task on a tokio current-thread runtime (one OS thread: Plan 9's threads in one proc).
+    Task,
+    /// As [`Via::Task`], on a tokio multi-thread (work-stealing) runtime.
+    TaskMt,
     /// One pipe.
     Pipe,
     /// One unix stream socket pair.
@@ -55,17 +61,33 @@ pub(crate) enum Via {
 
 impl Via {
     /// Every transport, in the order `--help` lists them.
-    pub(crate) const ALL: [Via; 5] = [Via::Chan, Via::Pipe, Via::Unix, Via::Signal, Via::Shm];
+    pub(crate) const ALL: [Via; 7] = [
+        Via::Chan,
+        Via::Task,
+        Via::TaskMt,
+        Via::Pipe,
+        Via::Unix,
+        Via::Signal,
+        Via::Shm,
+    ];
 
     /// The name `--via` and the reports use.
     pub(crate) fn name(self) -> &'static str {
         match self {
             Via::Chan => "chan",
+            Via::Task => "task",
+            Via::TaskMt => "task-mt",
             Via::Pipe => "pipe",
             Via::Unix => "unix",
             Via::Signal => "signal",
             Via::Shm => "shm",
         }
+    }
+
+    /// Whether it runs this project's channel, and so once per lock backend (`--lock`): `chan`
+    /// with threads, `task` and `task-mt` with tasks.
+    pub(crate) fn takes_lock(self) -> bool {
+        matches!(self, Via::Chan | Via::Task | Via::TaskMt)
     }
 
     /// Parses a comma-separated list without repeats.
@@ -114,7 +136,11 @@ impl FromStr for Via {
 
     fn from_str(s: &str) -> Result<Via, String> {
         Via::ALL.into_iter().find(|v| v.name() == s).ok_or_else(|| {
-            format!("unknown transport `{s}` (expected chan, pipe, unix, signal or shm)")
+            let names: Vec<&str> = Via::ALL.iter().map(|v| v.name()).collect();
+            format!(
+                "unknown transport `{s}` (expected one of {})",
+                names.join(", ")
+            )
         })
     }
 }
