@@ -202,15 +202,37 @@ fn main() {
         for &o in &buffers {
             for &m in &senders {
                 let mut samples: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
+                let mut lock_stats = locks::stats::Snapshot::default();
                 for r in 0..=reps {
                     for k in 0..impls.len() {
                         let i = (k + r) % impls.len();
+                        let before = locks::stats::snapshot();
                         if let Some(d) = run(&impls[i], &rt, o, m, n) {
                             if r > 0 {
                                 samples[i].push(d.as_nanos() as f64 / (m as u64 * n) as f64);
+                                if impls[i] == "ours" {
+                                    let d = locks::stats::snapshot().since(&before);
+                                    lock_stats.acquisitions += d.acquisitions;
+                                    lock_stats.contended += d.contended;
+                                    lock_stats.spins += d.spins;
+                                    lock_stats.yields += d.yields;
+                                    lock_stats.futex_waits += d.futex_waits;
+                                }
                             }
                         }
                     }
+                }
+                if locks::stats::ENABLED {
+                    // Built with `--features locks/stats`: what ours' locks did, per message.
+                    let per = |x: u64| x as f64 / (reps as u64 * m as u64 * n) as f64;
+                    eprintln!(
+                        "{rt_name} O={o} M={m} ours per message: locks {:.2}, contended {:.3}, spins {:.2}, yields {:.3}, futex waits {:.4}",
+                        per(lock_stats.acquisitions),
+                        per(lock_stats.contended),
+                        per(lock_stats.spins),
+                        per(lock_stats.yields),
+                        per(lock_stats.futex_waits)
+                    );
                 }
                 let med: Vec<Option<f64>> = samples
                     .iter_mut()
