@@ -1,8 +1,11 @@
 //! Async send and receive: the same channels, a task waiting with its `Waker`.
 //!
-//! A future that cannot complete at once queues a [`Node`] on the channel exactly as a
-//! blocked thread does, bound to a task [`Context`] instead of a thread's: both live inside the
-//! pinned future (`PhantomPinned`), so a wait allocates nothing. A partner (thread or task)
+//! The first poll tries the operation as a blocking call would, with the same fast path (lock,
+//! push or pop, unlock); nothing else of the future is touched, so an operation that
+//! completes at once costs no more than `send`/`recv`. One that cannot complete writes its
+//! wait (a task [`Context`] holding the waker, and a [`Node`] bound to it) into the pinned
+//! future (`PhantomPinned`) and queues the node exactly as a blocked thread does, so a wait
+//! allocates nothing. A partner (thread or task)
 //! claims the context with the same compare-and-swap of its `select` word under the channel
 //! lock, moves the value through the node, and takes the task's `Waker` out of the context,
 //! all under the lock; after unlocking it raises the context's `done` flag, the task's
