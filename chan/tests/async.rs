@@ -39,6 +39,7 @@ per_backend! {
     a_blocking_alt_with_an_async_partner,
     counting_with_random_cancellation,
     ends_of_a_split_channel,
+    a_select_of_receives_loses_nothing,
 }
 
 fn two_tasks_on_the_hand_rolled_executor<S: Strategy>(p: S::Params) {
@@ -168,6 +169,58 @@ async fn mixed_workload<S: Strategy>(
     let a = receiver_task.await.unwrap();
     let b = receiver_thread.join().unwrap();
     check_exactly_once_in_order(&[a, b], tasks + 1, n);
+}
+
+/// `tokio::select!` over receive futures (the `Send` way to wait on several channels in a
+/// multi-thread runtime's task, where `Alt` cannot go): every losing future is dropped, and
+/// one that had already been handed a value gives it back, so the one receiver still gets
+/// every value once and each sender's in order. Senders are tasks and a thread.
+fn a_select_of_receives_loses_nothing<S: Strategy>(p: S::Params) {
+    let n = count(2000, 50, 10) as u64;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    for nbuf in [0, 1, 10] {
+        let (atx, arx) = Chan::<u64, S>::with_params(nbuf, p).split();
+        let (btx, brx) = Chan::<u64, S>::with_params(nbuf, p).split();
+        let got = rt.block_on(async move {
+            let thread_tx = atx.clone();
+            let thread = thread::spawn(move || {
+                (0..n).for_each(|i| thread_tx.send(2 << 32 | i).unwrap())
+            });
+            let mut senders = Vec::new();
+            for (s, tx) in [(0, atx), (1, btx)] {
+                senders.push(tokio::spawn(async move {
+                    for i in 0..n {
+                        tx.send_async(s << 32 | i).await.unwrap();
+                    }
+                }));
+            }
+            let receiver = tokio::spawn(async move {
+                let (mut got, mut a_open, mut b_open) = (Vec::new(), true, true);
+                while a_open || b_open {
+                    tokio::select! {
+                        v = arx.recv_async(), if a_open => match v {
+                            Ok(v) => got.push(v),
+                            Err(_) => a_open = false,
+                        },
+                        v = brx.recv_async(), if b_open => match v {
+                            Ok(v) => got.push(v),
+                            Err(_) => b_open = false,
+                        },
+                    }
+                }
+                got
+            });
+            for s in senders {
+                s.await.unwrap();
+            }
+            thread.join().unwrap();
+            receiver.await.unwrap()
+        });
+        check_exactly_once_in_order(&[got], 3, n);
+    }
 }
 
 fn check_exactly_once_in_order(received: &[Vec<u64>], senders: u64, n: u64) {
