@@ -1,5 +1,6 @@
 //! `chantest soak` as a user runs it: a short soak passes and says so, so does one whose every
-//! round has async task workers, bad flags are exit 2.
+//! round has async task workers, faults planted in task workers are caught (exit 3), bad flags
+//! are exit 2.
 //!
 //! The soak has a watchdog of its own (a stuck thread ends it with exit 3 within seconds);
 //! the deadline here only keeps a broken watchdog from stalling CI.
@@ -131,6 +132,54 @@ fn a_short_soak_of_task_rounds_passes() {
     let r = soak("--for 1s --seed 2 --tasks never");
     assert_passed(&r);
     assert!(r.stdout.contains("\ntasks 0 rounds"), "{}", r.stdout);
+}
+
+/// Runs the soak with `args`, which must fail with exit 3 saying each of `wants` on stderr.
+fn assert_caught(args: &str, wants: &[&str]) -> Ran {
+    let r = soak(args);
+    assert_eq!(
+        r.code,
+        Some(3),
+        "soak {args}\nstdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    for want in wants {
+        assert!(
+            r.stderr.contains(want),
+            "soak {args}: no `{want}`:\n{}",
+            r.stderr
+        );
+    }
+    r
+}
+
+#[test]
+fn faults_planted_in_task_workers_are_caught() {
+    // A value a receive future was handed, dropped instead of given back: the ledger.
+    let r = assert_caught(
+        "--for 10s --seed 2 --tasks always --inject drop-received",
+        &[
+            "was lost",
+            "replay: chantest soak --seed ",
+            "--inject drop-received",
+        ],
+    );
+    assert_eq!(r.stdout.lines().last(), Some("FAILED"), "{}", r.stdout);
+
+    // A task that never completes: the watchdog names it.
+    assert_caught(
+        "--rounds 1 --seed 2 --tasks always --inject stuck-task",
+        &[
+            "chantest: soak: stuck: ",
+            "async task workers unfinished",
+            "seed 0x2: ",
+            // The round's first task waits on a channel of its own, hence no channel named.
+            ": recv_async for ",
+            "  <- an async task",
+            "replay: chantest soak --seed 0x2 --rounds 1 --threads 16 --tasks always",
+        ],
+    );
 }
 
 #[test]

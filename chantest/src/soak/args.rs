@@ -1,6 +1,7 @@
 //! `chantest soak` flags.
 
 use super::plan::TaskRounds;
+use super::task::Fault;
 use crate::error::{usage, Error};
 use clap::Parser;
 use std::ffi::OsString;
@@ -63,6 +64,10 @@ pub(super) struct Args {
     /// always, never
     #[arg(long, value_name = "WHICH", value_enum, default_value_t = TaskRounds::Some)]
     pub tasks: TaskRounds,
+
+    /// A fault planted in the task workers, to show that the checks catch it (tests only)
+    #[arg(long, value_name = "FAULT", value_enum, hide = true)]
+    pub inject: Option<Fault>,
 }
 
 /// Parses the arguments after `soak`. Help is printed here and exits 0; any other problem is

@@ -20,7 +20,8 @@
 //! times and dropped, or replaced by its non-blocking form. A future dropped while pending
 //! must keep the library's promise: a send either happened or its value is dropped with the
 //! future, once (recorded as given back); a receive (or alt) already handed a value gives it
-//! back to its channel, where it must still be received.
+//! back to its channel, where it must still be received. A hidden `--inject` plants a fault in
+//! the task workers (see [`task::Fault`]), for the tests to see it caught.
 //!
 //! Checked: every value is received exactly once, or given back to its sender, or left in a
 //! channel closed and destroyed undrained, and nothing else ([`ledger`]); one receiver sees
@@ -83,6 +84,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
     let args = args::parse(args)?;
     let master = args.seed.unwrap_or_else(rng::from_clock);
     value::install_panic_hook();
+    task::inject(args.inject);
     let summary = Arc::new(Mutex::new(Summary::new(master, args.threads)));
     {
         let summary = Arc::clone(&summary);
@@ -113,6 +115,11 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
             plan::TaskRounds::Some => {}
             plan::TaskRounds::Always => replay += " --tasks always",
             plan::TaskRounds::Never => replay += " --tasks never",
+        }
+        match args.inject {
+            Some(task::Fault::DropReceived) => replay += " --inject drop-received",
+            Some(task::Fault::StuckTask) => replay += " --inject stuck-task",
+            None => {}
         }
         if let Some(l) = limit {
             replay += &format!(" --messages {l}");

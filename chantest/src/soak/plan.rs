@@ -48,6 +48,17 @@ pub(super) enum Role {
     Mixed,
 }
 
+impl Role {
+    /// Worker `i`'s name, as the watchdog and failures show it.
+    pub(super) fn name(self, i: usize) -> String {
+        match self {
+            Role::Sender => format!("send {i}"),
+            Role::Receiver { home } => format!("recv {i} (home c{home})"),
+            Role::Mixed => format!("mixed {i}"),
+        }
+    }
+}
+
 /// Which rounds run some workers as async tasks (`--tasks`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(super) enum TaskRounds {

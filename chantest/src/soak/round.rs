@@ -173,11 +173,7 @@ fn run_with<S: Strategy>(
         if plan.is_task(i) {
             continue;
         }
-        let name = match role {
-            Role::Sender => format!("send {i}"),
-            Role::Receiver { home } => format!("recv {i} (home c{home})"),
-            Role::Mixed => format!("mixed {i}"),
-        };
+        let name = role.name(i);
         let shared = Arc::clone(&ctx);
         let spawned = thread::Builder::new()
             .name(name.clone())

@@ -34,16 +34,46 @@ use super::failure::{fail, panic_message};
 use super::ledger;
 use super::plan::{AsyncWait, Role, LANES};
 use super::round::{Ctx, Leaving};
-use super::value::{self, accept, check_len, drop_watching};
+use super::value::{self, accept, check_len, drop_watching, user_drop};
 use super::watchdog::{self, Doing, Op, Slot};
 use super::worker::{Counts, Worker};
 use chan::{SendError, TryRecvError, TrySendError};
 use locks::Strategy;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+
+/// A fault `--inject` plants in the task workers, so that a test can see the soak catch it
+/// in task rounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum Fault {
+    /// Each task's first value from a completed `recv_async` is dropped unrecorded, as if a
+    /// dropped receive future had lost the value it was handed instead of giving it back:
+    /// the ledger must report it lost.
+    DropReceived,
+    /// The round's first task awaits a receive that nothing will ever complete: the watchdog
+    /// must name the stuck task.
+    StuckTask,
+}
+
+static FAULT: AtomicU8 = AtomicU8::new(0);
+
+/// Plants `fault` for the rest of the run.
+pub(super) fn inject(fault: Option<Fault>) {
+    let code = match fault {
+        None => 0,
+        Some(Fault::DropReceived) => 1,
+        Some(Fault::StuckTask) => 2,
+    };
+    FAULT.store(code, Relaxed);
+}
+
+fn injected(fault: Fault) -> bool {
+    FAULT.load(Relaxed) == fault as u8 + 1
+}
 
 /// Runs the round's task workers on a runtime of the kind the plan says, until every one has
 /// finished; returns what they counted. Runs on a thread of its own.
@@ -88,11 +118,7 @@ pub(super) fn run<S: Strategy>(ctx: Arc<Ctx<S>>) -> Counts {
                 continue;
             }
             let local = tasks.local[i];
-            let name = match role {
-                Role::Sender => format!("send {i}"),
-                Role::Receiver { home } => format!("recv {i} (home c{home})"),
-                Role::Mixed => format!("mixed {i}"),
-            };
+            let name = role.name(i);
             let slot = watchdog::register_task(name);
             let (ctx, mine) = (Arc::clone(&ctx), Arc::clone(&slot));
             handles.push(match local {
@@ -118,6 +144,18 @@ pub(super) fn run<S: Strategy>(ctx: Arc<Ctx<S>>) -> Counts {
 async fn body<S: Strategy, A: Alts<S>>(ctx: Arc<Ctx<S>>, i: usize, slot: Arc<Slot>) -> Counts {
     let _leaving = Leaving::new(&ctx, i);
     let mut w = Worker::new(&ctx, i, slot);
+    if injected(Fault::StuckTask)
+        && ctx
+            .plan
+            .tasks
+            .as_ref()
+            .and_then(|t| t.task.iter().position(|&t| t))
+            == Some(i)
+    {
+        let never = chan::Chan::<u8>::new(0);
+        w.slot.begin(Doing::op(Op::RecvAsync, None));
+        let _ = never.recv_async().await;
+    }
     w.run_task::<A>().await;
     w.counts
 }
@@ -355,6 +393,10 @@ impl<S: Strategy> Worker<'_, S> {
         self.slot.begin(Doing::op(Op::RecvAsync, Some(c)));
         let mut fut = Box::pin(chan.recv_async());
         match drive(fut.as_mut(), how, d).await {
+            Some(Ok(v)) if injected(Fault::DropReceived) && !self.fault_planted => {
+                self.fault_planted = true;
+                user_drop(v);
+            }
             Some(Ok(v)) => accept(v, c),
             Some(Err(_)) => {}
             None => {

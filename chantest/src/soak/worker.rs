@@ -75,6 +75,8 @@ pub(super) struct Worker<'a, S: Strategy> {
     out_of_values: bool,
     ops: u32,
     past_deadline: bool,
+    /// A task has planted its `--inject` fault.
+    pub(super) fault_planted: bool,
 }
 
 impl<'a, S: Strategy> Worker<'a, S> {
@@ -96,6 +98,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
             out_of_values: false,
             ops: 0,
             past_deadline: false,
+            fault_planted: false,
         }
     }
 
