@@ -1,5 +1,6 @@
 //! Workers that are async tasks: the same roles as threads, on a tokio runtime, on the same
-//! channels as the round's threads, with `send_async`, `recv_async`, `Alt::wait_async` and
+//! channels as the round's threads, with `send_async`, `recv_async` (on the `Chan`, now and
+//! then on a `Sender` or `Receiver` split from a clone), `Alt::wait_async` and
 //! `alt!(async; ..)`, and the hazard only tasks have: a future dropped while it is pending.
 //!
 //! Each operation waits one of four ways ([`AsyncWait`]): awaited to the end (only where a
@@ -339,10 +340,16 @@ impl<S: Strategy> Worker<'_, S> {
             };
         }
         let d = self.race_timeout();
-        let chan = self.chans[c].clone();
+        // Now and then through a `Sender` of a split clone (its `Receiver` dropped at once: the
+        // round's handles keep the channel open).
+        let (chan, tx) = (self.chans[c].clone(), self.chans[c].clone().split().0);
+        let via_sender = self.rng.chance(256);
         self.counts.async_ops += 1;
         self.slot.begin(Doing::op(Op::SendAsync, Some(c)));
-        let mut fut = Box::pin(chan.send_async(v));
+        let mut fut = Box::pin(match via_sender {
+            true => tx.send_async(v),
+            false => chan.send_async(v),
+        });
         match drive(fut.as_mut(), how, d).await {
             Some(Ok(())) => self.sent(id),
             Some(Err(SendError(v))) => self.closed(c, v),
@@ -388,10 +395,14 @@ impl<S: Strategy> Worker<'_, S> {
             };
         }
         let d = self.race_timeout();
-        let chan = self.chans[c].clone();
+        let (chan, rx) = (self.chans[c].clone(), self.chans[c].clone().split().1);
+        let via_receiver = self.rng.chance(256);
         self.counts.async_ops += 1;
         self.slot.begin(Doing::op(Op::RecvAsync, Some(c)));
-        let mut fut = Box::pin(chan.recv_async());
+        let mut fut = Box::pin(match via_receiver {
+            true => rx.recv_async(),
+            false => chan.recv_async(),
+        });
         match drive(fut.as_mut(), how, d).await {
             Some(Ok(v)) if injected(Fault::DropReceived) && !self.fault_planted => {
                 self.fault_planted = true;
