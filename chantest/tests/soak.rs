@@ -1,4 +1,6 @@
-//! `chantest soak` as a user runs it: a short soak passes and says so, bad flags are exit 2.
+//! `chantest soak` as a user runs it: a short soak passes and says so, so does one whose every
+//! round has async task workers, faults planted in task workers are caught (exit 3), bad flags
+//! are exit 2.
 //!
 //! The soak has a watchdog of its own (a stuck thread ends it with exit 3 within seconds);
 //! the deadline here only keeps a broken watchdog from stalling CI.
@@ -46,9 +48,8 @@ fn soak(args: &str) -> Ran {
     ran
 }
 
-#[test]
-fn a_short_soak_passes_and_reports() {
-    let r = soak("--for 2s --seed 1");
+/// The soak exited 0, said `ok` last and nothing on stderr.
+fn assert_passed(r: &Ran) {
     assert_eq!(
         r.code,
         Some(0),
@@ -56,6 +57,14 @@ fn a_short_soak_passes_and_reports() {
         r.stdout,
         r.stderr
     );
+    assert_eq!(r.stdout.lines().last(), Some("ok"), "{}", r.stdout);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+}
+
+#[test]
+fn a_short_soak_passes_and_reports() {
+    let r = soak("--for 2s --seed 1");
+    assert_passed(&r);
     let out = &r.stdout;
     assert!(
         out.starts_with("chantest soak: seed 0x1, "),
@@ -84,11 +93,93 @@ fn a_short_soak_passes_and_reports() {
         "closes",
         "panicking drops",
         "re-entrant drops",
+        "dropped pending",
     ] {
         assert!(out.contains(field), "no `{field}`:\n{out}");
     }
-    assert_eq!(out.lines().last(), Some("ok"), "{out}");
-    assert!(r.stderr.is_empty(), "{}", r.stderr);
+}
+
+/// The number before `word` in `line`.
+fn count_before(line: &str, word: &str) -> u64 {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| w.trim_end_matches([',', ';', '(']) == word)
+        .unwrap_or_else(|| panic!("no `{word}` in {line}"));
+    words[at - 1]
+        .trim_start_matches('(')
+        .parse()
+        .unwrap_or_else(|_| panic!("no number before `{word}` in {line}"))
+}
+
+#[test]
+fn a_short_soak_of_task_rounds_passes() {
+    let r = soak("--for 2s --seed 2 --tasks always");
+    assert_passed(&r);
+    let out = &r.stdout;
+    let rounds = count_before(out.lines().next().expect("a first line"), "rounds");
+    let tasks = out
+        .lines()
+        .find(|l| l.starts_with("tasks "))
+        .unwrap_or_else(|| panic!("no tasks line:\n{out}"));
+    assert_eq!(count_before(tasks, "rounds"), rounds, "{tasks}");
+    assert!(count_before(tasks, "async") > 0, "{tasks}");
+    // Every round drops pending futures by the hundred; one drop of each kind is certain.
+    for kind in ["sends", "receives", "alts"] {
+        assert!(count_before(tasks, kind) > 0, "{kind}: {tasks}");
+    }
+
+    let r = soak("--for 1s --seed 2 --tasks never");
+    assert_passed(&r);
+    assert!(r.stdout.contains("\ntasks 0 rounds"), "{}", r.stdout);
+}
+
+/// Runs the soak with `args`, which must fail with exit 3 saying each of `wants` on stderr.
+fn assert_caught(args: &str, wants: &[&str]) -> Ran {
+    let r = soak(args);
+    assert_eq!(
+        r.code,
+        Some(3),
+        "soak {args}\nstdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    for want in wants {
+        assert!(
+            r.stderr.contains(want),
+            "soak {args}: no `{want}`:\n{}",
+            r.stderr
+        );
+    }
+    r
+}
+
+#[test]
+fn faults_planted_in_task_workers_are_caught() {
+    // A value a receive future was handed, dropped instead of given back: the ledger.
+    let r = assert_caught(
+        "--for 10s --seed 2 --tasks always --inject drop-received",
+        &[
+            "was lost",
+            "replay: chantest soak --seed ",
+            "--inject drop-received",
+        ],
+    );
+    assert_eq!(r.stdout.lines().last(), Some("FAILED"), "{}", r.stdout);
+
+    // A task that never completes: the watchdog names it.
+    assert_caught(
+        "--rounds 1 --seed 2 --tasks always --inject stuck-task",
+        &[
+            "chantest: soak: stuck: ",
+            "async task workers unfinished",
+            "seed 0x2: ",
+            // The round's first task waits on a channel of its own, hence no channel named.
+            ": recv_async for ",
+            "  <- an async task",
+            "replay: chantest soak --seed 0x2 --rounds 1 --threads 16 --tasks always",
+        ],
+    );
 }
 
 #[test]
@@ -100,6 +191,7 @@ fn bad_flags_are_one_line_and_exit_2() {
         ("--threads 1", "out of range"),
         ("--messages x", "not a number"),
         ("--frobnicate", "unexpected argument"),
+        ("--tasks maybe", "invalid value"),
         ("extra", "unexpected argument"),
     ] {
         let r = soak(args);
@@ -119,7 +211,14 @@ fn bad_flags_are_one_line_and_exit_2() {
 fn help_lists_the_flags() {
     let r = soak("--help");
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    for flag in ["--for", "--seed", "--threads", "--messages", "--rounds"] {
+    for flag in [
+        "--for",
+        "--seed",
+        "--threads",
+        "--messages",
+        "--rounds",
+        "--tasks",
+    ] {
         assert!(r.stdout.contains(flag), "{flag}:\n{}", r.stdout);
     }
 }

@@ -29,13 +29,24 @@ pub(super) enum Side {
     Mixed,
 }
 
+/// An arm of an alt, as drawn.
 #[derive(Clone, Copy)]
-struct Arm {
-    send: bool,
-    chan: usize,
+pub(super) struct Arm {
+    /// A send arm (else a receive arm).
+    pub(super) send: bool,
+    /// Its channel.
+    pub(super) chan: usize,
     lane: usize,
     /// The value the slot held going in.
     id: Option<u32>,
+}
+
+/// An alt's arms as drawn, their slots, and whether waiting on them without a bound is safe.
+pub(super) type Drawn<S> = (Vec<Arm>, Vec<Option<Val<S>>>, bool);
+
+/// The watchdog's description of an alt's arms.
+pub(super) fn arms_of(arms: &[Arm]) -> impl Iterator<Item = (bool, usize)> + '_ {
+    arms.iter().map(|a| (a.send, a.chan))
 }
 
 enum Wait {
@@ -48,6 +59,50 @@ enum Wait {
 impl<S: Strategy> Worker<'_, S> {
     /// One alt.
     pub(super) fn alt_op(&mut self, side: Side) {
+        self.alt_op_with(side, false);
+    }
+
+    /// One alt; only `try_wait` when `only_try` (a task that may not block its thread).
+    pub(super) fn alt_op_with(&mut self, side: Side, only_try: bool) {
+        let Some((arms, mut slots, may_block)) = self.alt_arms(side) else {
+            return;
+        };
+        let wait = match self.rng.below(if may_block { 4 } else { 3 }) {
+            _ if only_try => Wait::Try,
+            0 => Wait::Try,
+            1 => Wait::Timeout(self.timeout()),
+            2 => Wait::Deadline(self.timeout()),
+            _ => Wait::Block,
+        };
+        let biased = self.rng.chance(self.ctx.plan.mix.biased);
+        self.counts.alts += 1;
+
+        let fired = {
+            let mut alt = self.alt_over(&arms, &mut slots, biased);
+            let op = match wait {
+                Wait::Block => Op::AltWait,
+                Wait::Try => Op::AltTryWait,
+                Wait::Timeout(_) => Op::AltWaitTimeout,
+                Wait::Deadline(_) => Op::AltWaitDeadline,
+            };
+            self.slot.begin(Doing::alt(op, arms_of(&arms)));
+            match wait {
+                Wait::Block => Some(alt.wait()),
+                Wait::Try => alt.try_wait(),
+                Wait::Timeout(d) => alt.wait_timeout(d),
+                Wait::Deadline(d) => alt.wait_deadline(Instant::now() + d),
+            }
+        };
+        if fired.is_none() && !matches!(wait, Wait::Try) {
+            self.counts.timeouts += 1;
+        }
+        self.settle(&arms, slots, fired, false);
+    }
+
+    /// Draws an alt's arms for `side`, with their slots, and whether waiting on them without
+    /// a bound is safe; `None` when there is nothing to wait on (a send-only alt with no value
+    /// to send is settled here).
+    pub(super) fn alt_arms(&mut self, side: Side) -> Option<Drawn<S>> {
         let want = 1 + self.rng.index(MAX_ARMS - 2);
         let mut arms: Vec<Arm> = Vec::with_capacity(want);
         let mut slots: Vec<Option<Val<S>>> = Vec::with_capacity(want);
@@ -74,55 +129,38 @@ impl<S: Strategy> Worker<'_, S> {
             }
         }
         if arms.is_empty() {
-            return;
+            return None;
         }
         let sending = slots.iter().zip(&arms).any(|(s, a)| a.send && s.is_some());
         if matches!(side, Side::Send) && !sending {
-            return self.settle(&arms, slots, None);
+            self.settle(&arms, slots, None, false);
+            return None;
         }
         // Waiting without a bound is safe only where some other thread is bound to act: a
         // receiver of our send arm's channel, a sender on our home channel.
         let may_block = sending || matches!(side, Side::Recv { .. });
-        let wait = match self.rng.below(if may_block { 4 } else { 3 }) {
-            0 => Wait::Try,
-            1 => Wait::Timeout(self.timeout()),
-            2 => Wait::Deadline(self.timeout()),
-            _ => Wait::Block,
-        };
-        let biased = self.rng.chance(self.ctx.plan.mix.biased);
-        self.counts.alts += 1;
+        Some((arms, slots, may_block))
+    }
 
-        let fired = {
-            let mut alt = Alt::new();
-            if biased {
-                alt = alt.biased();
-            }
-            for (a, slot) in arms.iter().zip(slots.iter_mut()) {
-                if a.send {
-                    alt.send(&self.chans[a.chan], slot);
-                } else {
-                    alt.recv(&self.chans[a.chan], slot);
-                }
-            }
-            let op = match wait {
-                Wait::Block => Op::AltWait,
-                Wait::Try => Op::AltTryWait,
-                Wait::Timeout(_) => Op::AltWaitTimeout,
-                Wait::Deadline(_) => Op::AltWaitDeadline,
-            };
-            self.slot
-                .begin(Doing::alt(op, arms.iter().map(|a| (a.send, a.chan))));
-            match wait {
-                Wait::Block => Some(alt.wait()),
-                Wait::Try => alt.try_wait(),
-                Wait::Timeout(d) => alt.wait_timeout(d),
-                Wait::Deadline(d) => alt.wait_deadline(Instant::now() + d),
-            }
-        };
-        if fired.is_none() && !matches!(wait, Wait::Try) {
-            self.counts.timeouts += 1;
+    /// An alt over `arms`, whose slots are `slots`.
+    pub(super) fn alt_over<'s>(
+        &'s self,
+        arms: &[Arm],
+        slots: &'s mut [Option<Val<S>>],
+        biased: bool,
+    ) -> Alt<'s, S> {
+        let mut alt = Alt::new();
+        if biased {
+            alt = alt.biased();
         }
-        self.settle(&arms, slots, fired);
+        for (a, slot) in arms.iter().zip(slots.iter_mut()) {
+            if a.send {
+                alt.send(&self.chans[a.chan], slot);
+            } else {
+                alt.recv(&self.chans[a.chan], slot);
+            }
+        }
+        alt
     }
 
     /// Adds a send arm; false when there is no channel or lane left to add one for.
@@ -162,8 +200,18 @@ impl<S: Strategy> Worker<'_, S> {
         slots.push(v);
     }
 
-    /// Reads every slot after the alt, checking it against `fired`.
-    fn settle(&mut self, arms: &[Arm], slots: Vec<Option<Val<S>>>, fired: Option<Fired>) {
+    /// Reads every slot after the alt, checking it against `fired`. After a `cancelled` wait
+    /// (an async alt's future dropped while pending) one send arm may have fired unreported:
+    /// its value is gone, sent; a receive arm that fired gave its value back to its channel,
+    /// so no slot may hold a fresh value.
+    pub(super) fn settle(
+        &mut self,
+        arms: &[Arm],
+        slots: Vec<Option<Val<S>>>,
+        fired: Option<Fired>,
+        cancelled: bool,
+    ) {
+        let mut sent_unreported = 0;
         let what = || {
             let arms: Vec<String> = arms
                 .iter()
@@ -190,12 +238,21 @@ impl<S: Strategy> Worker<'_, S> {
                         Some(id) => self.sent(id),
                         None => fail(format!("{}: disabled arm {i} fired", what())),
                     },
+                    None if cancelled && a.id.is_some() && sent_unreported == 0 => {
+                        sent_unreported += 1;
+                        self.counts.cancelled_alt_sends += 1;
+                        self.sent(a.id.unwrap_or_default());
+                    }
                     None => {
                         if let Some(id) = a.id {
                             fail(format!(
                                 "{}: arm {i} (value #{id}) lost its value without firing{}",
                                 what(),
-                                if closed { " (reported closed)" } else { "" }
+                                match (closed, cancelled) {
+                                    (true, _) => " (reported closed)",
+                                    (_, true) => " (a second send arm of a cancelled alt)",
+                                    _ => "",
+                                }
                             ));
                         }
                     }

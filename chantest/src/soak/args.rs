@@ -1,5 +1,7 @@
 //! `chantest soak` flags.
 
+use super::plan::TaskRounds;
+use super::task::Fault;
 use crate::error::{usage, Error};
 use clap::Parser;
 use std::ffi::OsString;
@@ -23,8 +25,11 @@ Each round draws from its seed: a backend (spin, sem, adaptive, adaptive:yield_n
 lock per channel or Plan 9's one global lock, 1-4 channels of capacity 0, 1, 2, 10 or 100, and
 2 to --threads senders, receivers and mixed alt threads doing blocking, non-blocking, timed and
 alt operations, closing channels mid-run, with values whose drop panics or re-enters a
-channel. Checked: every value arrives exactly once or comes back to its sender, in order per
-sender and channel, and is dropped exactly once; a watchdog reports a thread stuck for 5 s.
+channel. In some rounds some workers are async tasks on a tokio runtime (send_async,
+recv_async, wait_async), mixed with threads on the same channels, dropping futures still
+pending to cancel them. Checked: every value arrives exactly once or comes back to its sender,
+in order per sender and channel, and is dropped exactly once; a watchdog reports a thread or
+task stuck for 5 s.
 
 Exit status: 0 ok, 2 usage error, 3 a check failed or a thread was stuck.";
 
@@ -54,6 +59,15 @@ pub(super) struct Args {
     /// Stop after this many rounds (`--seed S --rounds 1` replays one round)
     #[arg(long, value_name = "N", value_parser = positive)]
     pub rounds: Option<u64>,
+
+    /// Which rounds run some workers as async tasks: some (as each round's seed decides),
+    /// always, never
+    #[arg(long, value_name = "WHICH", value_enum, default_value_t = TaskRounds::Some)]
+    pub tasks: TaskRounds,
+
+    /// A fault planted in the task workers, to show that the checks catch it (tests only)
+    #[arg(long, value_name = "FAULT", value_enum, hide = true)]
+    pub inject: Option<Fault>,
 }
 
 /// Parses the arguments after `soak`. Help is printed here and exits 0; any other problem is
@@ -135,10 +149,12 @@ mod tests {
         let a = args("").unwrap();
         assert_eq!(a.duration, Duration::from_secs(10));
         assert_eq!(
-            (a.seed, a.threads, a.messages, a.rounds),
-            (None, 16, None, None)
+            (a.seed, a.threads, a.messages, a.rounds, a.tasks),
+            (None, 16, None, None, TaskRounds::Some)
         );
-        let a = args("--for 10m --seed 0x1F --threads 4 --messages 9 --rounds 2").unwrap();
+        let a = args("--for 10m --seed 0x1F --threads 4 --messages 9 --rounds 2 --tasks always")
+            .unwrap();
+        assert_eq!(a.tasks, TaskRounds::Always);
         assert_eq!(a.duration, Duration::from_secs(600));
         assert_eq!(
             (a.seed, a.threads, a.messages, a.rounds),
@@ -166,6 +182,7 @@ mod tests {
             ("--messages 0", "out of range"),
             ("--rounds -1", "unexpected argument"),
             ("--bogus", "unexpected argument"),
+            ("--tasks sometimes", "invalid value"),
         ] {
             let e = args(line).unwrap_err();
             assert!(e.contains(want), "{line}: {e}");

@@ -35,8 +35,15 @@ pub(super) fn take() -> (Vec<String>, usize) {
     std::mem::take(&mut *m)
 }
 
-/// The name of the running thread, for messages.
+/// The name of the running thread (or of the async task it is polling), for messages.
 pub(super) fn thread_name() -> String {
+    if let Some(task) = super::watchdog::task_name() {
+        return format!("{task}` (a task) on `{}", thread_only());
+    }
+    thread_only()
+}
+
+fn thread_only() -> String {
     std::thread::current()
         .name()
         .unwrap_or("unnamed thread")

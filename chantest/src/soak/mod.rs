@@ -13,14 +13,29 @@
 //! (`len`, `nbsend`, `nbrecv`) from their drop. In half the rounds a [`probe`] pair of threads
 //! checks that `nbsend` and `nbrecv` agree with what another channel has already shown.
 //!
+//! In about three rounds in eight (`--tasks always` or `never` overrides the seed), some workers
+//! are async tasks ([`task`]) on a tokio runtime, current-thread or multi-thread as the seed
+//! says, on the same channels as the thread workers: `send_async`, `recv_async`,
+//! `Alt::wait_async` and `alt!(async; ..)`, each awaited, raced against a timer, polled a few
+//! times and dropped, or replaced by its non-blocking form. A future dropped while pending
+//! must keep the library's promise: a send either happened or its value is dropped with the
+//! future, once (recorded as given back); a receive (or alt) already handed a value gives it
+//! back to its channel, where it must still be received. A hidden `--inject` plants a fault in
+//! the task workers (see [`task::Fault`]), for the tests to see it caught.
+//!
 //! Checked: every value is received exactly once, or given back to its sender, or left in a
 //! channel closed and destroyed undrained, and nothing else ([`ledger`]); one receiver sees
 //! each sender's values on a channel in order; every value is dropped exactly once; alts
-//! leave their slots as they report; `close`, `len` and `closing` agree; the probe's
-//! non-blocking operations are linearizable. A [`watchdog`] names
-//! the thread stuck in an operation. Exit status 3 for any of these, with the round's seed:
-//! `chantest soak --seed SEED --rounds 1 --threads N` runs that round's workload again (the
-//! interleaving, of course, is the scheduler's).
+//! leave their slots as they report (a dropped async alt: as before, but for one send arm that
+//! may have fired); `close`, `len` and `closing` agree; the probe's non-blocking operations
+//! are linearizable. Dropped receive futures allow exactly two departures, both counted and
+//! bounded by the number of such drops on the channel: a value given back goes to the front
+//! of the buffer whatever its capacity (so `len` may exceed it), and arrives after any later
+//! value of its sender that another receiver took meanwhile (so that receiver sees the two
+//! out of order; see [`value`]'s order check). A [`watchdog`] names the thread or task stuck
+//! in an operation. Exit status 3 for any of these, with the round's seed:
+//! `chantest soak --seed SEED --rounds 1 --threads N` runs that round's workload again,
+//! tasks included (the interleaving, of course, is the scheduler's).
 
 mod alt;
 mod args;
@@ -33,6 +48,7 @@ mod rng;
 mod round;
 mod send;
 mod summary;
+mod task;
 mod value;
 mod watchdog;
 mod worker;
@@ -68,6 +84,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
     let args = args::parse(args)?;
     let master = args.seed.unwrap_or_else(rng::from_clock);
     value::install_panic_hook();
+    task::inject(args.inject);
     let summary = Arc::new(Mutex::new(Summary::new(master, args.threads)));
     {
         let summary = Arc::clone(&summary);
@@ -89,11 +106,21 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
             None => None,
         };
         let seed = rng::round_seed(master, round);
-        let plan = plan::Plan::new(seed, args.threads, limit);
+        let plan = plan::Plan::new(seed, args.threads, limit, args.tasks);
         let mut replay = format!(
             "chantest soak --seed {seed:#x} --rounds 1 --threads {}",
             args.threads
         );
+        match args.tasks {
+            plan::TaskRounds::Some => {}
+            plan::TaskRounds::Always => replay += " --tasks always",
+            plan::TaskRounds::Never => replay += " --tasks never",
+        }
+        match args.inject {
+            Some(task::Fault::DropReceived) => replay += " --inject drop-received",
+            Some(task::Fault::StuckTask) => replay += " --inject stuck-task",
+            None => {}
+        }
         if let Some(l) = limit {
             replay += &format!(" --messages {l}");
         }

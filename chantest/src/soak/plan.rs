@@ -48,6 +48,105 @@ pub(super) enum Role {
     Mixed,
 }
 
+impl Role {
+    /// Worker `i`'s name, as the watchdog and failures show it.
+    pub(super) fn name(self, i: usize) -> String {
+        match self {
+            Role::Sender => format!("send {i}"),
+            Role::Receiver { home } => format!("recv {i} (home c{home})"),
+            Role::Mixed => format!("mixed {i}"),
+        }
+    }
+}
+
+/// Which rounds run some workers as async tasks (`--tasks`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum TaskRounds {
+    /// A fraction of the rounds, as their seeds decide.
+    Some,
+    /// Every round.
+    Always,
+    /// None: threads only.
+    Never,
+}
+
+/// How a task waits for one async operation (the weights' order in [`Tasks::wait`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AsyncWait {
+    /// `.await` to the end (only where a thread would block).
+    Await,
+    /// Raced against `tokio::time::timeout`; dropped when the timer wins.
+    Race,
+    /// Polled this many times (yielding between polls), then dropped if still pending.
+    Polls(u32),
+    /// The non-blocking form instead (`nbsend`, `nbrecv`, `Alt::try_wait`).
+    Try,
+}
+
+/// The async side of a round: which workers are tasks, on what runtime, waiting how.
+#[derive(Clone, Debug)]
+pub(super) struct Tasks {
+    /// A multi-thread runtime with this many worker threads; `None` for a current-thread one.
+    pub multi: Option<usize>,
+    /// Per worker: a task rather than a thread.
+    pub task: Vec<bool>,
+    /// Per worker: on the runtime's local set (the one thread that may hold an `Alt` across an
+    /// await, since `Alt` is not `Send`) rather than spawned on its workers. Every task is
+    /// local on a current-thread runtime.
+    pub local: Vec<bool>,
+    /// Weights of how an operation waits: await, race a timer, poll then drop, non-blocking.
+    pub wait: [u32; 4],
+    /// The most polls before a drop.
+    pub polls: u32,
+}
+
+impl Tasks {
+    /// Draws the async side of a round with `workers` workers, if the round has one.
+    fn draw(seed: u64, workers: usize, mode: TaskRounds) -> Option<Tasks> {
+        // A stream of its own, so that the rest of a round's workload is the same whether or
+        // not it runs tasks.
+        let mut r = Rng::new(super::rng::mix(seed, 0x7a5c));
+        // Drawn whatever the mode, so that `--tasks always` gives a round the tasks it has
+        // when its seed picks it.
+        let drawn = r.chance(384);
+        let on = match mode {
+            TaskRounds::Never => false,
+            TaskRounds::Always => true,
+            TaskRounds::Some => drawn,
+        };
+        if !on {
+            return None;
+        }
+        let multi = r.chance(512).then(|| 1 + r.index(4));
+        let mut task: Vec<bool> = (0..workers).map(|_| r.chance(512)).collect();
+        let pick = r.index(workers);
+        if !task.contains(&true) {
+            task[pick] = true;
+        } else if !task.contains(&false) && r.chance(768) {
+            // Mostly mixed with threads; now and then tasks only.
+            task[pick] = false;
+        }
+        let local = (0..workers)
+            .map(|_| multi.is_none() || r.chance(512))
+            .collect();
+        let mut w = |n: u64| 1 + r.below(n) as u32;
+        let wait = [w(8), w(6), w(6), w(3)];
+        let polls = [1, 2, 4][r.index(3)];
+        Some(Tasks {
+            multi,
+            task,
+            local,
+            wait,
+            polls,
+        })
+    }
+
+    /// How many workers are tasks.
+    pub(super) fn count(&self) -> usize {
+        self.task.iter().filter(|&&t| t).count()
+    }
+}
+
 /// A channel closed mid-run.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Close {
@@ -111,11 +210,18 @@ pub(super) struct Plan {
     /// The linearizability probe's two threads, if any, and its channels' capacities (see
     /// [`super::probe`]).
     pub probe: Option<(usize, usize)>,
+    /// Workers that are async tasks, if any (see [`super::task`]).
+    pub tasks: Option<Tasks>,
 }
 
 impl Plan {
     /// The round with `seed`, with at most `max_threads` workers and at most `limit` values.
-    pub(super) fn new(seed: u64, max_threads: usize, limit: Option<u64>) -> Plan {
+    pub(super) fn new(
+        seed: u64,
+        max_threads: usize,
+        limit: Option<u64>,
+        task_rounds: TaskRounds,
+    ) -> Plan {
         let (backend, global) = config(seed);
         let mut r = Rng::new(seed);
         // Skew toward many threads and toward few, where the interesting interleavings are.
@@ -183,6 +289,7 @@ impl Plan {
             biased: [0, 256][r.index(2)],
             timeout_us: [0, 20, 300][r.index(3)],
         };
+        let tasks = Tasks::draw(seed, roles.len(), task_rounds);
         Plan {
             seed,
             backend,
@@ -195,12 +302,18 @@ impl Plan {
             length,
             mix,
             probe,
+            tasks,
         }
     }
 
     /// How many threads the round runs: workers, and the probe's pair.
     pub(super) fn threads(&self) -> usize {
         self.roles.len() + if self.probe.is_some() { 2 } else { 0 }
+    }
+
+    /// Whether worker `i` is an async task.
+    pub(super) fn is_task(&self, i: usize) -> bool {
+        self.tasks.as_ref().is_some_and(|t| t.task[i])
     }
 
     /// How many workers send (senders and mixed threads).
@@ -246,7 +359,23 @@ impl fmt::Display for Plan {
             count(|r| *r == Role::Mixed),
             self.quota,
             self.length.as_millis()
-        )
+        )?;
+        if let Some(t) = &self.tasks {
+            let runtime = match t.multi {
+                Some(n) => format!("a multi-thread runtime of {n} workers"),
+                None => "a current-thread runtime".into(),
+            };
+            let tasks: Vec<String> = (0..self.roles.len())
+                .filter(|&i| t.task[i])
+                .map(|i| format!("{i}{}", if t.local[i] { "" } else { "s" }))
+                .collect();
+            write!(
+                f,
+                "; workers {} are tasks on {runtime} (s: spawned, the rest local)",
+                tasks.join(", ")
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -258,7 +387,7 @@ mod tests {
     fn every_open_channel_has_a_receiver_and_someone_sends() {
         for seed in 0..2000 {
             for max in [2, 3, 16] {
-                let p = Plan::new(seed, max, None);
+                let p = Plan::new(seed, max, None, TaskRounds::Some);
                 assert!((2..=max).contains(&p.threads()), "{p}");
                 assert!(p.roles.len() >= 2, "{p}");
                 assert!(p.sending_threads() >= 1, "{p}");
@@ -268,5 +397,28 @@ mod tests {
                 assert_eq!(p.backend, config(seed).0);
             }
         }
+    }
+
+    #[test]
+    fn tasks_come_from_the_seed_and_leave_the_rest_of_the_round_alone() {
+        let mut rounds = 0;
+        for seed in 0..2000 {
+            let never = Plan::new(seed, 16, None, TaskRounds::Never);
+            let some = Plan::new(seed, 16, None, TaskRounds::Some);
+            let always = Plan::new(seed, 16, None, TaskRounds::Always);
+            assert!(never.tasks.is_none());
+            let threads_only = never.to_string();
+            assert!(always.to_string().starts_with(&threads_only), "{always}");
+            assert!(some.to_string().starts_with(&threads_only), "{some}");
+            let t = always.tasks.as_ref().expect("tasks every round");
+            assert!(t.count() >= 1, "{always}");
+            assert!(t.multi.is_some() || t.local.iter().all(|&l| l), "{always}");
+            if let Some(s) = &some.tasks {
+                rounds += 1;
+                assert_eq!((s.multi, &s.task, &s.wait), (t.multi, &t.task, &t.wait));
+            }
+        }
+        // About three rounds in eight.
+        assert!((500..1000).contains(&rounds), "{rounds} of 2000");
     }
 }

@@ -19,31 +19,47 @@ use std::time::Instant;
 impl<S: Strategy> Worker<'_, S> {
     /// Receives until every channel is closed and drained.
     pub(super) fn recv_loop(&mut self, mut home: usize) {
-        loop {
-            if failure::failed() {
-                return;
-            }
-            if self.chans[home].is_closed() {
-                if !self.ctx.plan.abandoned[home] {
-                    self.drain(home);
-                }
-                let open: Vec<usize> = (0..self.chans.len())
-                    .filter(|&c| !self.chans[c].is_closed())
-                    .collect();
-                if open.is_empty() {
-                    for c in 0..self.chans.len() {
-                        if !self.ctx.plan.abandoned[c] {
-                            self.drain(c);
-                        }
-                    }
-                    return;
-                }
-                home = open[self.rng.index(open.len())];
-                continue;
-            }
+        while let Some(h) = self.next_home(home) {
+            home = h;
             self.maybe_reclone();
             self.recv_op(Some(home));
         }
+    }
+
+    /// The home channel for the next receive: `home`, or another if it has closed; `None`
+    /// when the receiver is done (every channel closed and drained, or a check failed).
+    pub(super) fn next_home(&mut self, mut home: usize) -> Option<usize> {
+        loop {
+            if failure::failed() {
+                return None;
+            }
+            if !self.chans[home].is_closed() {
+                return Some(home);
+            }
+            home = self.rehome(home)?;
+        }
+    }
+
+    /// After home channel `home` closed: drains it (unless the round leaves it undrained) and
+    /// returns an open channel for the new home; `None` when every channel is closed, after
+    /// draining them all. (Receiving from a closed channel never waits, so tasks call this
+    /// too.)
+    fn rehome(&mut self, home: usize) -> Option<usize> {
+        if !self.ctx.plan.abandoned[home] {
+            self.drain(home);
+        }
+        let open: Vec<usize> = (0..self.chans.len())
+            .filter(|&c| !self.chans[c].is_closed())
+            .collect();
+        if open.is_empty() {
+            for c in 0..self.chans.len() {
+                if !self.ctx.plan.abandoned[c] {
+                    self.drain(c);
+                }
+            }
+            return None;
+        }
+        Some(open[self.rng.index(open.len())])
     }
 
     /// Receives from closed channel `c` until it reports itself closed and drained.

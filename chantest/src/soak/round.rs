@@ -59,6 +59,9 @@ pub(super) struct Outcome {
     pub reentrant_drops: u64,
     /// Values the linearizability probe checked.
     pub probe_values: u64,
+    /// Values that arrived after a later value of their sender, given back by a dropped
+    /// receive future (see [`value::late_arrivals`]).
+    pub late: u64,
     /// The first few failed checks, and how many there were in all.
     pub failures: (Vec<String>, usize),
 }
@@ -111,6 +114,7 @@ fn run_with<S: Strategy>(
     failure::take();
     value::take_drop_counts();
     value::reset_thread();
+    value::round_begin(plan.tasks.is_some());
     let start = Instant::now();
     watchdog::round_begin(plan.to_string(), replay, plan.length);
     let main = watchdog::register("main".into());
@@ -149,12 +153,27 @@ fn run_with<S: Strategy>(
     }
 
     let mut handles = Vec::with_capacity(plan.roles.len());
+    let tasks = match plan.tasks {
+        Some(_) => {
+            let shared = Arc::clone(&ctx);
+            let spawned = thread::Builder::new()
+                .name("soak tasks".into())
+                .spawn(move || super::task::run(shared));
+            match spawned {
+                Ok(h) => Some(h),
+                Err(e) => {
+                    watchdog::round_end();
+                    return Err(usage!("soak: cannot start the tasks' thread: {e}"));
+                }
+            }
+        }
+        None => None,
+    };
     for (i, role) in plan.roles.iter().enumerate() {
-        let name = match role {
-            Role::Sender => format!("send {i}"),
-            Role::Receiver { home } => format!("recv {i} (home c{home})"),
-            Role::Mixed => format!("mixed {i}"),
-        };
+        if plan.is_task(i) {
+            continue;
+        }
+        let name = role.name(i);
         let shared = Arc::clone(&ctx);
         let spawned = thread::Builder::new()
             .name(name.clone())
@@ -168,6 +187,7 @@ fn run_with<S: Strategy>(
                     c.close();
                 });
                 handles.into_iter().for_each(|h| drop(h.join()));
+                tasks.into_iter().for_each(|h| drop(h.join()));
                 watchdog::round_end();
                 return Err(usage!(
                     "soak: cannot start thread {i} of {}: {e}",
@@ -226,6 +246,15 @@ fn run_with<S: Strategy>(
             Err(p) => fail(format!("worker {i} panicked: {}", panic_message(&*p))),
         }
     }
+    if let Some(h) = tasks {
+        match h.join() {
+            Ok(counts) => out.counts += counts,
+            Err(p) => fail(format!(
+                "the tasks' thread panicked: {}",
+                panic_message(&*p)
+            )),
+        }
+    }
     for h in probes {
         match h.join() {
             Ok(n) => out.probe_values += n,
@@ -258,6 +287,15 @@ fn run_with<S: Strategy>(
         fail(format!("destroying the round's channels panicked: {msg}"));
     }
     out.elapsed = start.elapsed();
+    for (c, (late, give_backs)) in value::late_arrivals().into_iter().enumerate() {
+        out.late += late;
+        if late > give_backs {
+            fail(format!(
+                "c{c}: {late} values arrived after a later value of their sender, more than the \
+                 {give_backs} receive futures dropped pending there could have given back"
+            ));
+        }
+    }
     let (tally, problems) = ledger::global().check(&plan.abandoned);
     out.tally = tally;
     problems.into_iter().for_each(fail);
@@ -292,17 +330,25 @@ fn close_all<S: Strategy>(chans: &[Chan<Val<S>, S>], closed_mid_run: &[bool]) ->
 fn work<S: Strategy>(ctx: &Ctx<S>, index: usize, name: String) -> Counts {
     let slot = watchdog::register(name);
     value::reset_thread();
-    let _leaving = Leaving { ctx, index };
+    let _leaving = Leaving::new(ctx, index);
     let mut w = Worker::new(ctx, index, slot);
     w.run();
     w.counts
 }
 
-/// Counts a worker out, however it leaves. One that panics closes every channel first, so
-/// that no thread waits forever for it: the round then ends and reports the panic.
-struct Leaving<'a, S: Strategy> {
+/// Counts a worker (thread or task) out, however it leaves. One that panics closes every
+/// channel first, so that no thread waits forever for it: the round then ends and reports the
+/// panic.
+pub(super) struct Leaving<'a, S: Strategy> {
     ctx: &'a Ctx<S>,
     index: usize,
+}
+
+impl<'a, S: Strategy> Leaving<'a, S> {
+    /// Worker `index`'s, to be dropped when it leaves.
+    pub(super) fn new(ctx: &'a Ctx<S>, index: usize) -> Self {
+        Leaving { ctx, index }
+    }
 }
 
 impl<S: Strategy> Drop for Leaving<'_, S> {

@@ -3,6 +3,7 @@
 use super::plan::{config, Plan};
 use super::rng::CONFIGS;
 use super::round::Outcome;
+use super::worker::Counts;
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,11 @@ pub(super) struct Summary {
     panicking_drops: u64,
     reentrant_drops: u64,
     probe_values: u64,
+    task_rounds: u64,
+    multi_thread_rounds: u64,
+    task_workers: u64,
+    counts: Counts,
+    late: u64,
 }
 
 impl Summary {
@@ -57,6 +63,11 @@ impl Summary {
             panicking_drops: 0,
             reentrant_drops: 0,
             probe_values: 0,
+            task_rounds: 0,
+            multi_thread_rounds: 0,
+            task_workers: 0,
+            counts: Counts::default(),
+            late: 0,
         }
     }
 
@@ -80,6 +91,13 @@ impl Summary {
         self.panicking_drops += o.panicking_drops;
         self.reentrant_drops += o.reentrant_drops;
         self.probe_values += o.probe_values;
+        if let Some(t) = &plan.tasks {
+            self.task_rounds += 1;
+            self.multi_thread_rounds += u64::from(t.multi.is_some());
+            self.task_workers += t.count() as u64;
+        }
+        self.counts += o.counts;
+        self.late += o.late;
     }
 
     /// The report, ending in `ok` or `FAILED`.
@@ -138,6 +156,23 @@ impl Summary {
             self.panicking_drops,
             self.reentrant_drops,
             self.probe_values
+        );
+        let c = &self.counts;
+        let _ = writeln!(
+            s,
+            "tasks {} rounds ({} multi-thread), {} task workers, {} async operations; dropped \
+             pending: {} sends ({} of them had sent), {} receives, {} alts ({} had sent); {} \
+             values given back arrived after a later one of their sender",
+            self.task_rounds,
+            self.multi_thread_rounds,
+            self.task_workers,
+            c.async_ops,
+            c.cancelled_unsent + c.cancelled_sent,
+            c.cancelled_sent,
+            c.cancelled_recvs,
+            c.cancelled_alts,
+            c.cancelled_alt_sends,
+            self.late
         );
         s.push_str(if ok { "ok\n" } else { "FAILED\n" });
         s

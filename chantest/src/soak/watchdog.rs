@@ -59,6 +59,14 @@ pub(super) enum Op {
     AltWaitDeadline,
     /// `alt!` with a timeout.
     AltMacro,
+    /// `send_async` (a task).
+    SendAsync,
+    /// `recv_async` (a task).
+    RecvAsync,
+    /// `Alt::wait_async` or `alt!(async; ..)` (a task).
+    AltAsync,
+    /// Dropping a pending future (a task's cancellation).
+    Cancel,
     /// Dropping a handle and cloning a fresh one.
     Reclone,
     /// Dropping a value on the user's side (a received one, or one given back).
@@ -77,7 +85,7 @@ pub(super) enum Op {
     Done,
 }
 
-const OPS: [Op; 25] = [
+const OPS: [Op; 29] = [
     Op::Idle,
     Op::Send,
     Op::NbSend,
@@ -95,6 +103,10 @@ const OPS: [Op; 25] = [
     Op::AltWaitTimeout,
     Op::AltWaitDeadline,
     Op::AltMacro,
+    Op::SendAsync,
+    Op::RecvAsync,
+    Op::AltAsync,
+    Op::Cancel,
     Op::Reclone,
     Op::UserDrop,
     Op::Close,
@@ -125,6 +137,10 @@ impl Op {
             Op::AltWaitTimeout => "alt.wait_timeout",
             Op::AltWaitDeadline => "alt.wait_deadline",
             Op::AltMacro => "alt! with timeout",
+            Op::SendAsync => "send_async",
+            Op::RecvAsync => "recv_async",
+            Op::AltAsync => "alt.wait_async",
+            Op::Cancel => "dropping a pending future",
             Op::Reclone => "re-cloning a handle",
             Op::UserDrop => "dropping a value",
             Op::Close => "close",
@@ -192,9 +208,11 @@ impl fmt::Display for Doing {
     }
 }
 
-/// One thread's line on the watchdog's board.
+/// One thread's (or async task's) line on the watchdog's board.
 pub(super) struct Slot {
     name: String,
+    /// An async task's, rather than a thread's.
+    task: bool,
     doing: AtomicU64,
     /// A re-entrant drop's operation (`Doing` in the low 32 bits, the value's id above), or 0.
     inner: AtomicU64,
@@ -270,8 +288,40 @@ pub(super) fn round_end() {
 
 /// Gives the calling thread a slot named `name` on the board, and returns it.
 pub(super) fn register(name: String) -> Arc<Slot> {
+    let slot = new_slot(name, false);
+    MINE.with(|m| *m.borrow_mut() = Some(Arc::clone(&slot)));
+    slot
+}
+
+/// A slot on the board for an async task named `name`: the task brings it in with
+/// [`swap_mine`] whenever it is polled, on whichever thread.
+pub(super) fn register_task(name: String) -> Arc<Slot> {
+    new_slot(name, true)
+}
+
+/// Makes `slot` the calling thread's slot, returning the one it had.
+pub(super) fn swap_mine(slot: Option<Arc<Slot>>) -> Option<Arc<Slot>> {
+    MINE.try_with(|m| std::mem::replace(&mut *m.borrow_mut(), slot))
+        .ok()
+        .flatten()
+}
+
+/// The name of the task being polled on this thread, if any.
+pub(super) fn task_name() -> Option<String> {
+    MINE.try_with(|m| {
+        m.borrow()
+            .as_ref()
+            .filter(|s| s.task)
+            .map(|s| s.name.clone())
+    })
+    .ok()
+    .flatten()
+}
+
+fn new_slot(name: String, task: bool) -> Arc<Slot> {
     let slot = Arc::new(Slot {
         name,
+        task,
         doing: AtomicU64::new(Doing::op(Op::Idle, None).0),
         inner: AtomicU64::new(0),
         started: AtomicU64::new(0),
@@ -280,7 +330,6 @@ pub(super) fn register(name: String) -> Arc<Slot> {
     if let Some(b) = board().as_mut() {
         b.slots.push(Arc::clone(&slot));
     }
-    MINE.with(|m| *m.borrow_mut() = Some(Arc::clone(&slot)));
     slot
 }
 
@@ -330,7 +379,8 @@ pub(super) fn current() -> String {
 }
 
 fn describe(s: &Slot, for_how_long: Option<Duration>) -> String {
-    let mut line = format!("thread `{}`: {}", s.name, Doing(s.doing.load(Relaxed)));
+    let what = if s.task { "task" } else { "thread" };
+    let mut line = format!("{what} `{}`: {}", s.name, Doing(s.doing.load(Relaxed)));
     if let Some(d) = for_how_long {
         line += &format!(" for {:.1} s", d.as_secs_f64());
     }
@@ -404,23 +454,40 @@ fn watch(on_stuck: impl Fn(&str)) {
         } else {
             continue;
         };
+        let tasks = b
+            .slots
+            .iter()
+            .filter(|s| s.task && Doing(s.doing.load(Relaxed)).op_code() != Op::Done)
+            .count();
+        let reason = match tasks {
+            0 => reason,
+            n => format!("{reason}; {n} async task workers unfinished"),
+        };
         eprintln!("chantest: soak: stuck: {reason}");
         eprintln!("  in {}", b.round);
-        eprintln!("  each unfinished thread's operation, and how long it has been in it:");
+        eprintln!(
+            "  each unfinished thread's and task's operation, and how long it has been in it:"
+        );
         for (s, (_, since)) in b.slots.iter().zip(&seen) {
             if Doing(s.doing.load(Relaxed)).op_code() == Op::Done {
                 continue;
             }
             // Most threads of a stuck round merely wait for one that is really stuck; one
             // inside a value's drop, inside a channel operation, is the likeliest culprit.
-            let mark = match s.inner.load(Relaxed) {
-                0 => "",
+            let mark = match (s.inner.load(Relaxed), s.task) {
+                (0, false) => "",
+                (0, true) => "  <- an async task, pending or being polled",
                 _ => "  <- re-entered a channel from a value's drop",
             };
             eprintln!("  {}{mark}", describe(s, Some(now - *since)));
         }
         eprintln!("  replay: {}", b.replay);
-        on_stuck(&format!("a thread was stuck ({reason}) in {}", b.round));
+        let who = if tasks > 0 {
+            "a thread or task"
+        } else {
+            "a thread"
+        };
+        on_stuck(&format!("{who} was stuck ({reason}) in {}", b.round));
         std::process::exit(3);
     }
 }
@@ -438,5 +505,17 @@ mod tests {
         for (i, op) in OPS.iter().enumerate() {
             assert_eq!(*op as usize, i);
         }
+    }
+
+    #[test]
+    fn a_task_says_so() {
+        let task = new_slot("recv 3 (home c1)".into(), true);
+        task.begin(Doing::op(Op::RecvAsync, Some(1)));
+        assert_eq!(
+            describe(&task, None),
+            "task `recv 3 (home c1)`: recv_async on c1"
+        );
+        let thread = new_slot("send 0".into(), false);
+        assert!(describe(&thread, None).starts_with("thread `send 0`: "));
     }
 }

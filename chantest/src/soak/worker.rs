@@ -26,12 +26,30 @@ pub(super) struct Counts {
     pub timeouts: u64,
     /// Alts waited on (builder and macro).
     pub alts: u64,
+    /// A task's async operations (`send_async`, `recv_async`, `wait_async`, `alt!(async; ..)`).
+    pub async_ops: u64,
+    /// Send futures dropped while pending that had not sent: their values dropped with them.
+    pub cancelled_unsent: u64,
+    /// Send futures dropped while pending that had sent all the same.
+    pub cancelled_sent: u64,
+    /// Receive futures dropped while pending.
+    pub cancelled_recvs: u64,
+    /// Async alts dropped while pending.
+    pub cancelled_alts: u64,
+    /// Of those, alts whose send arm had fired all the same.
+    pub cancelled_alt_sends: u64,
 }
 
 impl std::ops::AddAssign for Counts {
     fn add_assign(&mut self, o: Counts) {
         self.timeouts += o.timeouts;
         self.alts += o.alts;
+        self.async_ops += o.async_ops;
+        self.cancelled_unsent += o.cancelled_unsent;
+        self.cancelled_sent += o.cancelled_sent;
+        self.cancelled_recvs += o.cancelled_recvs;
+        self.cancelled_alts += o.cancelled_alts;
+        self.cancelled_alt_sends += o.cancelled_alt_sends;
     }
 }
 
@@ -57,6 +75,8 @@ pub(super) struct Worker<'a, S: Strategy> {
     out_of_values: bool,
     ops: u32,
     past_deadline: bool,
+    /// A task has planted its `--inject` fault.
+    pub(super) fault_planted: bool,
 }
 
 impl<'a, S: Strategy> Worker<'a, S> {
@@ -78,6 +98,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
             out_of_values: false,
             ops: 0,
             past_deadline: false,
+            fault_planted: false,
         }
     }
 
@@ -136,7 +157,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
     }
 
     /// Gives up every value in hand.
-    fn finish_sending(&mut self) {
+    pub(super) fn finish_sending(&mut self) {
         for i in 0..self.pending.len() {
             if let Some(v) = self.pending[i].take() {
                 self.abandon(v);
