@@ -19,8 +19,10 @@
 //! - already claimed: a send has happened (the receiver has the value) or the channel closed
 //!   (the value is dropped with the future); a receive future already holds its value, which
 //!   goes back to the channel: to the first waiting receiver if there is one, else to the
-//!   *front* of the buffer, so it is the next value received and each sender's order holds.
-//!   The buffer may then hold one value more than its capacity, until it is received.
+//!   *front* of the buffer, so it is the next value received: a sole receiver still sees
+//!   each sender's values in order. (Another receiver may meanwhile have taken a later value
+//!   of the same sender, and then sees the two out of order: no rule that loses nothing can
+//!   avoid it.) The buffer may then hold one value more than its capacity, until received.
 //!
 //! Waker discipline: a waker is cloned with no lock held (cloning, like waking, runs the
 //! executor's code) and replaced, on a poll with a waker that would not wake the stored one,
