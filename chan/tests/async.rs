@@ -186,9 +186,8 @@ fn a_select_of_receives_loses_nothing<S: Strategy>(p: S::Params) {
         let (btx, brx) = Chan::<u64, S>::with_params(nbuf, p).split();
         let got = rt.block_on(async move {
             let thread_tx = atx.clone();
-            let thread = thread::spawn(move || {
-                (0..n).for_each(|i| thread_tx.send(2 << 32 | i).unwrap())
-            });
+            let thread =
+                thread::spawn(move || (0..n).for_each(|i| thread_tx.send(2 << 32 | i).unwrap()));
             let mut senders = Vec::new();
             for (s, tx) in [(0, atx), (1, btx)] {
                 senders.push(tokio::spawn(async move {
