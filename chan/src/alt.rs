@@ -21,7 +21,7 @@
 //! held), and unsent values moved back to theirs.
 
 use crate::chan::{deadline_after, wake, State};
-use crate::waitq::{Abandon, Context, Node, Selected, Wake};
+use crate::waitq::{Abandon, Context, Node, Selected, Wake, WakeOnDrop};
 use crate::{Chan, RecvEnd, SendEnd};
 use locks::{Adaptive, Strategy};
 use std::time::{Duration, Instant};
@@ -66,6 +66,12 @@ pub struct Alt<'a, L: Strategy = Adaptive> {
     /// in address order.
     poll_order: Vec<usize>,
     lock_order: Vec<usize>,
+    /// The task context of an async wait whose nodes are queued (`future.rs`), null when
+    /// none is. The future clears it when the wait ends or it is dropped; if the future is
+    /// leaked instead (`mem::forget` of a pinned future: its memory is never freed, so the
+    /// pointer stays valid), the alt withdraws the wait itself before it is used again or
+    /// dropped, since its arms own the queued nodes.
+    pending: *const Context<L::Waiter>,
 }
 
 enum Poll {
@@ -90,6 +96,12 @@ trait Arm<L: Strategy> {
     fn finish(&mut self);
     /// Drops what `finish` displaced from the caller's place (user code: may panic).
     fn release(&mut self);
+    /// An async alt's receive arm fired, and its value (lent to the task) was taken out of
+    /// the node (see `Shared::lent_received`). No lock held.
+    fn lent_received(&self) {}
+    /// After `give_back`, with no lock held: let a closed channel's receivers see the close
+    /// if that was its last lent value.
+    fn settle(&self) {}
     /// An async alt dropped after this arm fired (`future.rs`): a received value in the
     /// node goes back to the channel, as for a dropped `RecvFuture`. Lock held.
     unsafe fn give_back(&mut self) -> Option<Wake<L::Waiter>> {
@@ -220,7 +232,8 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         let st = unsafe { self.port.state() };
         match () {
             _ if st.can_recv() => Poll::Ready,
-            _ if st.is_closed() => Poll::Closed,
+            // Not while a value lent to a task may come back.
+            _ if st.is_closed() && !self.port.chan.shared.lent_out(st) => Poll::Closed,
             _ => Poll::Pending,
         }
     }
@@ -264,6 +277,14 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         let v = self.port.take()?;
         // SAFETY: the caller holds the lock.
         unsafe { self.port.state() }.give_back(v)
+    }
+
+    fn lent_received(&self) {
+        self.port.chan.shared.lent_received();
+    }
+
+    fn settle(&self) {
+        self.port.chan.shared.settle_if_closed();
     }
 }
 
@@ -360,6 +381,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
             biased: false,
             poll_order: Vec::new(),
             lock_order: Vec::new(),
+            pending: std::ptr::null(),
         }
     }
 
@@ -378,6 +400,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
         chan: &'a (impl RecvEnd<T, L> + ?Sized),
         dst: &'a mut Option<T>,
     ) -> usize {
+        self.cancel_leaked();
         self.arms.push(Box::new(RecvArm {
             port: Port::new(chan.chan()),
             dst,
@@ -393,6 +416,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
         chan: &'a (impl SendEnd<T, L> + ?Sized),
         src: &'a mut Option<T>,
     ) -> usize {
+        self.cancel_leaked();
         self.arms.push(Box::new(SendArm {
             port: Port::new(chan.chan()),
             src,
@@ -463,6 +487,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
     }
 
     fn run(&mut self, mode: Mode) -> Option<Fired> {
+        self.cancel_leaked();
         self.plan();
         let Alt {
             arms,
@@ -515,12 +540,70 @@ impl<'a, L: Strategy> Alt<'a, L> {
         }
     }
 
+    /// Withdraws the async wait of a leaked [`AltFuture`], if any: its nodes are in our arms.
+    fn cancel_leaked(&mut self) {
+        if !self.pending.is_null() {
+            // SAFETY: `pending` points into a pinned future that was neither dropped (its
+            // drop clears the pointer) nor can be used again (it borrowed us mutably, and we
+            // are being used): leaked, so its memory stays valid for ever.
+            let ctx = unsafe { &*self.pending };
+            self.cancel_async(ctx);
+        }
+    }
+
+    /// Withdraws a queued async wait (the future's drop, or a leaked future's): aborts it
+    /// under every lock, or, if an arm fired first, gives a received value back to its
+    /// channel (as for a dropped `RecvFuture`); unlinks every node; waits until a claimer is
+    /// done with the context; only then runs user code (the other receiver's waker, drops
+    /// of displaced values), so a panic there cannot free what the claimer still touches.
+    fn cancel_async(&mut self, ctx: &Context<L::Waiter>) {
+        self.pending = std::ptr::null();
+        let Alt {
+            arms, lock_order, ..
+        } = self;
+        let held = Held::lock(arms, lock_order);
+        let aborted = ctx.abort();
+        let (w, fired) = match ctx.selected() {
+            // SAFETY: every lock is held; the fired arm's node is unlinked and was written
+            // under its channel's lock.
+            Selected::Operation(i) if !aborted => (unsafe { held.arms[i].give_back() }, Some(i)),
+            _ => (None, None),
+        };
+        for arm in held.arms.iter_mut() {
+            // SAFETY: every lock is held.
+            unsafe { arm.dequeue() };
+        }
+        drop(held);
+        if !aborted {
+            // The claimer may still be about to signal: it must be done with us first.
+            while !ctx.task_signalled() {
+                crate::sync::yield_now();
+            }
+        }
+        let _other = WakeOnDrop(w);
+        if let Some(i) = fired {
+            arms[i].settle();
+        }
+        for arm in arms.iter_mut() {
+            arm.finish();
+        }
+        for arm in arms.iter_mut() {
+            arm.release();
+        }
+    }
+
     fn dequeue_all(arms: &mut [Box<dyn Arm<L> + 'a>], lock_order: &[usize]) {
         let held = Held::lock(arms, lock_order);
         for arm in held.arms.iter_mut() {
             // SAFETY: every lock is held.
             unsafe { arm.dequeue() };
         }
+    }
+}
+
+impl<L: Strategy> Drop for Alt<'_, L> {
+    fn drop(&mut self) {
+        self.cancel_leaked();
     }
 }
 

@@ -102,6 +102,10 @@ pub(crate) struct Shared<T, L: Strategy> {
     /// `Receiver`s). When either count reaches zero the channel closes.
     senders: AtomicUsize,
     receivers: AtomicUsize,
+    /// How many values lent to receive futures have come back out of their nodes (received
+    /// by the future, without the lock); with `State::lent` it tells whether a value handed
+    /// to a task may still be given back.
+    returned: AtomicU64,
 }
 
 // SAFETY: `state` is only touched while holding `lock`; the raw node pointers in it belong to
@@ -139,6 +143,11 @@ pub(crate) struct State<T, W> {
     recvq: WaitQueue<T, W>,
     sendq: WaitQueue<T, W>,
     cap: usize,
+    /// Values handed to waiting receive futures (tasks), counted at the claim and counted
+    /// back when one is given back; `Shared::returned` counts those received. A value still
+    /// lent is still in the channel: a dropped future gives it back, so until it is received
+    /// a closed channel does not read "drained" (see [`Locked::recv_closed`]).
+    lent: u64,
 }
 
 /// Signals a claimed waiter, if any; call with no channel lock held.
@@ -150,6 +159,15 @@ pub(crate) fn wake<W: locks::Waiter>(w: Option<Wake<W>>) {
 }
 
 impl<T, W: locks::Waiter> State<T, W> {
+    /// Counts a value just put into a claimed receiver's node, if that receiver is a task
+    /// (whose future may yet give it back); a thread always takes what it is handed.
+    #[inline]
+    pub(crate) fn lend(&mut self, w: &Wake<W>) {
+        if w.is_task() {
+            self.lent = self.lent.wrapping_add(1);
+        }
+    }
+
     /// Recomputes the queue bits of `flags` after a queue changed.
     fn sync_flags(&mut self) {
         let mut f = self.flags & CLOSED;
@@ -195,6 +213,7 @@ impl<T, W: locks::Waiter> State<T, W> {
             Some((r, w)) => {
                 // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
                 unsafe { r.put(v) };
+                self.lend(&w);
                 self.sync_flags();
                 Ok(Some(w))
             }
@@ -342,9 +361,15 @@ impl<T, W: locks::Waiter> State<T, W> {
 
     /// Marks the channel closed and claims one blocked party, receivers first, to be woken
     /// with [`Selected::Closed`](crate::waitq::Selected::Closed); `None` once none is left.
-    pub(crate) fn close_one(&mut self) -> Option<Wake<W>> {
+    /// Receivers stay queued while `keep_receivers` (a lent value may still come back to
+    /// them).
+    pub(crate) fn close_one(&mut self, keep_receivers: bool) -> Option<Wake<W>> {
         self.flags |= CLOSED;
-        let claimed = match self.recvq.claim(true) {
+        let receiver = match keep_receivers {
+            true => None,
+            false => self.recvq.claim(true),
+        };
+        let claimed = match receiver {
             Some((_, w)) => Some(w),
             None => self.sendq.claim(true).map(|(_, w)| w),
         };
@@ -444,9 +469,96 @@ impl<T, L: Strategy> Shared<T, L> {
     /// The summary as of the last unlock, ordered after everything this thread did before
     /// (see [`LEN`] for why the fence).
     #[inline]
-    fn summary(&self) -> u64 {
+    pub(crate) fn summary(&self) -> u64 {
         fence(SeqCst);
         self.summary.load(Acquire)
+    }
+
+    /// Marks the channel closed (if it was not) and wakes every blocked party that the close
+    /// ends: senders, and receivers unless a lent value may still come back to them. One
+    /// claim per lock hold, woken outside it: nobody new can queue once the channel is
+    /// marked closed. Wakers are user code: one that panics does not stop the rest, and the
+    /// first panic goes on once all are woken.
+    pub(crate) fn release_closed<'a>(&'a self, mut st: Locked<'a, T, L>) {
+        let mut panic = None;
+        loop {
+            let keep_receivers = st.lent_out();
+            let Some(claimed) = st.close_one(keep_receivers) else {
+                break;
+            };
+            drop(st);
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| claimed.wake())) {
+                panic.get_or_insert(p);
+            }
+            st = self.lock();
+        }
+        drop(st);
+        if let Some(p) = panic {
+            resume_unwind(p);
+        }
+    }
+
+    /// A receive future took the value lent to it out of its node. If the channel is closed
+    /// and that was the last value lent, receivers kept waiting for it now see the close.
+    #[inline]
+    pub(crate) fn lent_received(&self) {
+        // SeqCst, and the fence in `summary`, pair with the fence in `Locked::lent_out`:
+        // either a receiver deciding whether to wait sees this return, or we see the close
+        // it saw and settle the waiters ourselves.
+        self.returned.fetch_add(1, SeqCst);
+        if self.summary() & CLOSED != 0 {
+            self.settle_closed();
+        }
+    }
+
+    /// [`settle_closed`](Self::settle_closed) if the channel is closed (a hint without the
+    /// lock; a close after it sees the lent count itself).
+    #[inline]
+    pub(crate) fn settle_if_closed(&self) {
+        if self.summary() & CLOSED != 0 {
+            self.settle_closed();
+        }
+    }
+
+    /// After a lent value came back (received, or given back): if the channel is closed and
+    /// nothing is lent any more, wake the receivers that waited on it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn settle_closed(&self) {
+        let st = self.lock();
+        if st.is_closed() && !st.lent_out() {
+            self.release_closed(st);
+        }
+    }
+}
+
+impl<T, L: Strategy> Locked<'_, T, L> {
+    /// Whether a value handed to a receive future may still come back (see `State::lent`).
+    #[inline]
+    pub(crate) fn lent_out(&self) -> bool {
+        self.shared.lent_out(self)
+    }
+
+    /// Whether a receive should report "closed and drained": closed, and no lent value can
+    /// come back. (The caller has found nothing to receive.)
+    #[inline]
+    pub(crate) fn recv_closed(&self) -> bool {
+        self.is_closed() && !self.lent_out()
+    }
+}
+
+impl<T, L: Strategy> Shared<T, L> {
+    /// [`Locked::lent_out`] for a state locked through `raw_lock` (alt).
+    #[inline]
+    pub(crate) fn lent_out(&self, st: &State<T, L::Waiter>) -> bool {
+        if st.lent == 0 {
+            // Nothing lent and not given back (`returned` never passes `lent`): the common
+            // case, a channel no task waited on, pays no fence.
+            return false;
+        }
+        // See `lent_received`.
+        fence(SeqCst);
+        st.lent != self.returned.load(Relaxed)
     }
 }
 
@@ -553,11 +665,13 @@ impl<T, L: Strategy> Chan<T, L> {
                     flags: 0,
                     sendq: WaitQueue::new(),
                     recvq: WaitQueue::new(),
+                    lent: 0,
                 }),
                 summary: AtomicU64::new(0),
                 cap: nbuf,
                 senders: AtomicUsize::new(1),
                 receivers: AtomicUsize::new(1),
+                returned: AtomicU64::new(0),
             }),
             role: Role::Both,
         }
@@ -782,7 +896,7 @@ impl<T, L: Strategy> Chan<T, L> {
             wake(w);
             return Ok(v);
         }
-        if st.is_closed() {
+        if st.recv_closed() {
             return Err(RecvFail::Closed);
         }
         match wait {
@@ -826,18 +940,15 @@ impl<T, L: Strategy> Chan<T, L> {
 
     /// Closes the channel: later sends fail, receives drain what is buffered and then fail,
     /// and every blocked sender, receiver and alt is woken. False if it was already closed.
+    ///
+    /// A waker that panics does not stop the others: every blocked party is woken, then the
+    /// first panic goes on from here (the channel is closed either way).
     pub fn close(&self) -> bool {
-        let mut st = self.shared.lock();
+        let st = self.shared.lock();
         if st.is_closed() {
             return false;
         }
-        // One claim per lock hold, woken outside it: nothing allocates under the lock, and
-        // nobody new can queue once the channel is marked closed.
-        while let Some(claimed) = st.close_one() {
-            drop(st);
-            claimed.wake();
-            st = self.shared.lock();
-        }
+        self.shared.release_closed(st);
         true
     }
 

@@ -283,7 +283,36 @@ enum Signal<W> {
     Task(Option<Waker>, *const TaskWait),
 }
 
+/// A claimed waiter's wake-up that happens when this is dropped, on unwinding too: code that
+/// runs user code between a claim and its wake-up (a cancelled future's drop) cannot leave
+/// the claimed party asleep by panicking.
+pub(crate) struct WakeOnDrop<W: locks::Waiter>(pub(crate) Option<Wake<W>>);
+
+impl<W: locks::Waiter> Drop for WakeOnDrop<W> {
+    fn drop(&mut self) {
+        if let Some(w) = self.0.take() {
+            w.wake();
+        }
+    }
+}
+
+/// Runs a closure when dropped, on unwinding too.
+pub(crate) struct Defer<F: FnMut()>(pub(crate) F);
+
+impl<F: FnMut()> Drop for Defer<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
 impl<W: locks::Waiter> Wake<W> {
+    /// Whether the claimed owner is a task (its future may yet give back a value handed to
+    /// it), not a thread.
+    #[inline]
+    pub(crate) fn is_task(&self) -> bool {
+        matches!(self.0, Signal::Task(..))
+    }
+
     /// Signals the claimed owner.
     ///
     /// Call with no channel lock held.

@@ -73,6 +73,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
     /// thread.join().unwrap();
     /// ```
     pub fn wait_async(&mut self) -> AltFuture<'_, 'a, L> {
+        self.cancel_leaked();
         AltFuture {
             alt: self,
             stage: Stage::Idle,
@@ -137,6 +138,8 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
             }
             drop(held);
             self.stage = Stage::Queued;
+            // Should this future be leaked, the alt withdraws the wait (`cancel_leaked`).
+            self.alt.pending = &self.ctx;
             return Poll::Pending;
         }
     }
@@ -154,8 +157,13 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                     arms, lock_order, ..
                 } = &mut *self.alt;
                 Alt::dequeue_all(arms, lock_order);
-                self.finish_all();
+                self.alt.pending = std::ptr::null();
                 self.stage = Stage::Done;
+                self.finish_all();
+                if let Selected::Operation(index) = selected {
+                    // A receive arm's value was lent to us (a send arm's does nothing).
+                    self.alt.arms[index].lent_received();
+                }
                 return Poll::Ready(match selected {
                     Selected::Operation(index) => Fired {
                         index,
@@ -219,30 +227,7 @@ impl<L: Strategy> Drop for AltFuture<'_, '_, L> {
             return;
         }
         self.stage = Stage::Done;
-        let Alt {
-            arms, lock_order, ..
-        } = &mut *self.alt;
-        let held = Held::lock(arms, lock_order);
-        let aborted = self.ctx.abort();
-        let w = match self.ctx.selected() {
-            // SAFETY: every lock is held; the fired arm's node is unlinked and was written
-            // under its channel's lock.
-            Selected::Operation(i) if !aborted => unsafe { held.arms[i].give_back() },
-            _ => None,
-        };
-        for arm in held.arms.iter_mut() {
-            // SAFETY: every lock is held.
-            unsafe { arm.dequeue() };
-        }
-        drop(held);
-        wake(w);
-        if !aborted {
-            // The partner may still be about to signal: it must be done with us first.
-            while !self.ctx.task_signalled() {
-                crate::sync::yield_now();
-            }
-        }
-        self.finish_all();
+        self.alt.cancel_async(&self.ctx);
     }
 }
 

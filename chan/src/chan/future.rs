@@ -29,6 +29,7 @@
 //! under the lock of the channel the node is queued on.
 
 use super::{wake, Chan, Locked, Shared, State, CLOSED, LEN, RECEIVERS, SENDERS};
+use crate::waitq::{Defer, WakeOnDrop};
 use crate::error::{RecvError, SendError};
 use crate::sync::Ordering::Relaxed;
 use crate::waitq::{Context, Node, Selected, Wake};
@@ -47,10 +48,16 @@ impl<T, W: Waiter> State<T, W> {
     /// Returns a value that a receive future had been handed but was dropped before it could
     /// deliver it: to the first waiting receiver, else to the front of the buffer (whatever
     /// the capacity, so nothing is lost and it is received next). No user code runs.
+    ///
+    /// The value is no longer lent; if it goes to another task, it is lent again. Afterwards,
+    /// if the channel is closed, call `Shared::settle_closed` with no lock held: receivers
+    /// that waited on this value may now have to see the close.
     pub(crate) fn give_back(&mut self, v: T) -> Option<Wake<W>> {
+        self.lent = self.lent.wrapping_sub(1);
         if let Some((r, w)) = self.recvq.claim(false) {
             // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
             unsafe { r.put(v) };
+            self.lend(&w);
             self.sync_flags();
             return Some(w);
         }
@@ -215,19 +222,31 @@ impl<T, W: Waiter> Op<T, W> {
             return;
         }
         // Claimed. The partner wrote the node under this lock, which we now hold.
-        let w = match dir {
+        let (w, gave_back) = match dir {
             // SAFETY: claimed and unlinked: the slot is ours.
-            Dir::Recv => unsafe { node.take() }.and_then(|v| st.give_back(v)),
-            Dir::Send => None,
+            Dir::Recv => match unsafe { node.take() } {
+                Some(v) => (st.give_back(v), st.is_closed()),
+                None => (None, false),
+            },
+            Dir::Send => (None, false),
         };
         drop(st);
-        wake(w);
-        // The partner may still be about to signal: it must be done with us before we go.
+        // The partner may still be about to signal: it must be done with us before we run
+        // any user code (the other receiver's waker, our waker's drop, a send's value's
+        // drop), any of which may panic and free this future while the partner still
+        // writes to it. From here on a panic cannot stop the other receiver's wake-up.
         while !ctx.task_signalled() {
             crate::sync::yield_now();
         }
-        // A send's slot is empty (sent) or holds the value a close left there.
-        drop(self.finish());
+        // Dropped in reverse: the value (a send's slot is empty, or holds what a close left
+        // there), then the settling of a closed channel, then the other receiver's wake-up.
+        let _other = WakeOnDrop(w);
+        let _settle = Defer(|| {
+            if gave_back {
+                sh.settle_closed();
+            }
+        });
+        let _v = self.finish();
     }
 
     /// Drop of an operation: nothing to do unless it is queued.
@@ -304,7 +323,7 @@ impl<T, W: Waiter> Op<T, W> {
                 wake(w);
                 return Poll::Ready(Ok(v));
             }
-            if locked.is_closed() {
+            if locked.recv_closed() {
                 drop(locked);
                 return Poll::Ready(Err(RecvError));
             }
@@ -372,8 +391,14 @@ impl<T, W: Waiter> Op<T, W> {
                 if !self.wait().ctx.task_signalled() && self.poll_queued(sh, cx).is_pending() {
                     return Poll::Pending;
                 }
-                // A sender filled the slot; a close left it empty.
-                return Poll::Ready(self.finish().ok_or(RecvError));
+                // A sender filled the slot (lending us the value); a close left it empty.
+                return Poll::Ready(match self.finish() {
+                    Some(v) => {
+                        sh.lent_received();
+                        Ok(v)
+                    }
+                    None => Err(RecvError),
+                });
             }
             Stage::Done => panic!("a receive future polled after it completed"),
         }

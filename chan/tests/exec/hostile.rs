@@ -1,0 +1,146 @@
+//! A hostile executor's tools: hand-made wakers that panic, count or re-enter a channel, and
+//! a `poll` that takes any waker, so a test can drive a future the way no well-behaved
+//! executor would (a different waker each time, from another thread, never again).
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+
+/// What a [`hostile`] waker does wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Nothing: it counts its wake-ups.
+    None,
+    /// `wake` and `wake_by_ref` panic.
+    PanicWake,
+    /// `clone` panics.
+    PanicClone,
+    /// Dropping a clone panics (the original, held by the test, does not).
+    PanicDrop,
+}
+
+/// The state behind a hostile waker: its fault, its wake-up count, and an optional hook run
+/// inside `wake` (say, a send on the channel the waker's future waits on).
+pub struct Hostile {
+    pub fault: Fault,
+    pub wakes: AtomicUsize,
+    pub hook: Option<Box<dyn Fn() + Send + Sync>>,
+}
+
+impl Hostile {
+    pub fn new(fault: Fault) -> Arc<Self> {
+        Arc::new(Hostile {
+            fault,
+            wakes: AtomicUsize::new(0),
+            hook: None,
+        })
+    }
+
+    /// A well-behaved waker whose `wake` runs `hook` first: a waker that re-enters.
+    pub fn reentrant(hook: impl Fn() + Send + Sync + 'static) -> Arc<Self> {
+        Arc::new(Hostile {
+            fault: Fault::None,
+            wakes: AtomicUsize::new(0),
+            hook: Some(Box::new(hook)),
+        })
+    }
+
+    pub fn wakes(&self) -> usize {
+        self.wakes.load(SeqCst)
+    }
+
+    fn on_wake(&self) {
+        self.wakes.fetch_add(1, SeqCst);
+        if let Some(h) = &self.hook {
+            h();
+        }
+        if self.fault == Fault::PanicWake {
+            panic!("hostile waker: wake");
+        }
+    }
+}
+
+/// A clone made by `clone` (not the test's original) is marked by a set low bit, so that only
+/// clones panic on drop: the test can still drop its own waker.
+const CLONE_BIT: usize = 1;
+
+fn state(p: *const ()) -> *const Hostile {
+    (p as usize & !CLONE_BIT) as *const Hostile
+}
+
+static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
+
+unsafe fn clone(p: *const ()) -> RawWaker {
+    let s = state(p);
+    // SAFETY: `s` came from `Arc::into_raw` and the waker being cloned holds a count.
+    if unsafe { (*s).fault } == Fault::PanicClone {
+        panic!("hostile waker: clone");
+    }
+    // SAFETY: as above.
+    unsafe { Arc::increment_strong_count(s) };
+    RawWaker::new((s as usize | CLONE_BIT) as *const (), &VTABLE)
+}
+
+unsafe fn wake(p: *const ()) {
+    // Release the count whatever `on_wake` does: a guard drops it on unwind too.
+    struct Release(*const Hostile, bool);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            // SAFETY: the waker being consumed held this count.
+            drop(unsafe { Arc::from_raw(self.0) });
+            if self.1 && !std::thread::panicking() {
+                panic!("hostile waker: drop");
+            }
+        }
+    }
+    let s = state(p);
+    // SAFETY: the consumed waker holds a count.
+    let fault = unsafe { (*s).fault };
+    let guard = Release(s, fault == Fault::PanicDrop && p as usize & CLONE_BIT != 0);
+    // SAFETY: alive while `guard` holds the count.
+    unsafe { (*s).on_wake() };
+    drop(guard);
+}
+
+unsafe fn wake_by_ref(p: *const ()) {
+    // SAFETY: the waker holds a count.
+    unsafe { (*state(p)).on_wake() };
+}
+
+unsafe fn drop_waker(p: *const ()) {
+    let s = state(p);
+    // SAFETY: the dropped waker held this count.
+    let fault = unsafe { (*s).fault };
+    // SAFETY: as above.
+    drop(unsafe { Arc::from_raw(s) });
+    if fault == Fault::PanicDrop && p as usize & CLONE_BIT != 0 && !std::thread::panicking() {
+        panic!("hostile waker: drop");
+    }
+}
+
+/// A waker over `h` (the test's original: its own drop never panics).
+pub fn hostile(h: &Arc<Hostile>) -> Waker {
+    let p = Arc::into_raw(h.clone());
+    // SAFETY: the vtable's functions keep the `Arc` counts balanced, as `RawWaker` requires.
+    unsafe { Waker::from_raw(RawWaker::new(p.cast(), &VTABLE)) }
+}
+
+/// A counting waker with no fault.
+pub fn counting() -> (Arc<Hostile>, Waker) {
+    let h = Hostile::new(Fault::None);
+    let w = hostile(&h);
+    (h, w)
+}
+
+/// Polls `f` once with `waker`.
+pub fn poll_with<F: Future + ?Sized>(f: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
+    f.poll(&mut Context::from_waker(waker))
+}
+
+/// Polls `f` once with a waker that does nothing.
+pub fn poll_noop<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
+    poll_with(f, Waker::noop())
+}
