@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 // `Alt::wait_async`.
 mod future;
 pub use self::future::AltFuture;
+// `SendAlt`: an alt of `Send` arms, and its `Send` future.
+mod send;
+pub use self::send::{SendAlt, SendAltFuture};
 
 /// Which arm of an [`Alt`] fired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -61,7 +61,7 @@ mod rng;
 mod sync;
 mod waitq;
 
-pub use crate::alt::{Alt, AltFuture, Fired};
+pub use crate::alt::{Alt, AltFuture, Fired, SendAlt, SendAltFuture};
 #[cfg(feature = "stream")]
 pub use crate::chan::RecvStream;
 #[cfg(feature = "sink")]

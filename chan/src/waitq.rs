@@ -24,6 +24,27 @@ use std::ptr;
 use std::task::Waker;
 use std::time::Instant;
 
+/// `ptr::replace` without its `&mut`: a raw read, then a raw write.
+///
+/// The owner of a context or node and the party that claimed it reach the same memory through
+/// pointers of their own (the owner through its pinned future, the claimer through the
+/// queue). A `&mut` made by either, even while it is the only one touching the memory, would
+/// be a unique reborrow that invalidates the other's pointer under Stacked Borrows (and
+/// `ptr::replace` makes one inside). Raw reads and writes assert no uniqueness.
+///
+/// # Safety
+/// `p` must be valid for reads and writes, hold an initialised `T`, and no one else may
+/// access it during the call.
+#[inline(always)]
+unsafe fn replace_raw<T>(p: *mut T, new: T) -> T {
+    // SAFETY: forwarded.
+    unsafe {
+        let old = ptr::read(p);
+        ptr::write(p, new);
+        old
+    }
+}
+
 /// Who ended a wait: the value of a context's `select` word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Selected {
@@ -140,7 +161,7 @@ impl<W: locks::Waiter> Context<W> {
     /// queued on, or have none of its nodes linked.
     pub(crate) unsafe fn swap_waker(&self, w: Option<Waker>) -> Option<Waker> {
         // SAFETY: exclusive access per the contract.
-        unsafe { std::mem::replace(&mut *self.task_wait().waker.get(), w) }
+        unsafe { replace_raw(self.task_wait().waker.get(), w) }
     }
 
     /// Whether the stored waker would wake the same task as `w` (same contract as
@@ -238,8 +259,9 @@ impl<W: locks::Waiter> Context<W> {
         // SAFETY: a claimed context stays alive until signalled.
         match unsafe { &(*this).party } {
             Party::Thread(_) => Wake(Signal::Thread(this)),
-            // SAFETY: we hold the lock, and won the select word: the waker slot is ours.
-            Party::Task(t) => Wake(Signal::Task(unsafe { (*t.waker.get()).take() }, t)),
+            // SAFETY: we hold the lock, and won the select word: the waker slot is ours (and
+            // taken through the raw pointer, as in `swap_waker`).
+            Party::Task(t) => Wake(Signal::Task(unsafe { replace_raw(t.waker.get(), None) }, t)),
         }
     }
 }
@@ -377,14 +399,14 @@ impl<T, W> Node<T, W> {
     /// node, or be the node's owner while it is not linked.
     pub(crate) unsafe fn take(&self) -> Option<T> {
         // SAFETY: exclusive access per the contract above.
-        unsafe { (*self.slot.get()).take() }
+        unsafe { replace_raw(self.slot.get(), None) }
     }
 
     /// Puts a value in an empty slot (same contract as [`take`](Self::take)); never drops
     /// anything, so no user code runs.
     pub(crate) unsafe fn put(&self, v: T) {
         // SAFETY: exclusive access per the contract of `take`.
-        let old = unsafe { (*self.slot.get()).replace(v) };
+        let old = unsafe { replace_raw(self.slot.get(), Some(v)) };
         debug_assert!(old.is_none(), "a node's slot is filled once");
         std::mem::forget(old);
     }

@@ -41,7 +41,10 @@ fn deadline<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'stati
         r
     });
     match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(()) => t.join().unwrap().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        Ok(()) => t
+            .join()
+            .unwrap()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p)),
         Err(_) => panic!("{what}: still running after 30 s (deadlock or lost wake-up)"),
     }
 }
@@ -257,7 +260,11 @@ fn close_wakes_everyone_past_a_panicking_waker<S: Strategy>(p: S::Params) {
         settle();
         let closed = catch_unwind(AssertUnwindSafe(|| c.close()));
         assert!(closed.is_err(), "the first panic goes on");
-        assert_eq!(blocked.join().unwrap(), Err(RecvError), "woken despite the panics");
+        assert_eq!(
+            blocked.join().unwrap(),
+            Err(RecvError),
+            "woken despite the panics"
+        );
         assert_eq!((h.wakes(), h2.wakes()), (1, 1));
         assert_eq!(poll_noop(r.as_mut()), Poll::Ready(Err(RecvError)));
         assert_eq!(poll_noop(r2.as_mut()), Poll::Ready(Err(RecvError)));
@@ -272,12 +279,16 @@ fn close_wakes_everyone_past_a_panicking_waker<S: Strategy>(p: S::Params) {
 fn a_lent_value_keeps_a_closed_channel_from_reading_drained<S: Strategy>(p: S::Params) {
     deadline("a lent value", move || {
         for cap in [0, 1] {
-            let c = Chan::<u32, S>::with_params(cap, p.clone());
+            let c = Chan::<u32, S>::with_params(cap, p);
             let mut f = Box::pin(c.recv_async());
             assert!(poll_noop(f.as_mut()).is_pending());
             c.send(5).unwrap();
             c.close();
-            assert_eq!(c.nbrecv(), Err(TryRecvError::Empty), "5 may still come back");
+            assert_eq!(
+                c.nbrecv(),
+                Err(TryRecvError::Empty),
+                "5 may still come back"
+            );
             let rx = c.clone();
             let waiting = thread::spawn(move || rx.recv());
             settle();
@@ -299,7 +310,10 @@ fn a_lent_value_received_lets_the_others_see_the_close<S: Strategy>(p: S::Params
         c.close();
         let (h, w) = counting();
         let mut g = Box::pin(c.recv_async());
-        assert!(poll_with(g.as_mut(), &w).is_pending(), "5 may still come back");
+        assert!(
+            poll_with(g.as_mut(), &w).is_pending(),
+            "5 may still come back"
+        );
         let rx = c.clone();
         let waiting = thread::spawn(move || rx.recv());
         settle();
@@ -345,7 +359,11 @@ fn a_future_polled_twice_then_claimed<S: Strategy>(p: S::Params) {
     assert!(poll_with(f.as_mut(), &w1).is_pending());
     assert!(poll_with(f.as_mut(), &w2).is_pending());
     assert_eq!(c.nbsend(1), Ok(()));
-    assert_eq!((h1.wakes(), h2.wakes()), (0, 1), "the latest waker is woken");
+    assert_eq!(
+        (h1.wakes(), h2.wakes()),
+        (0, 1),
+        "the latest waker is woken"
+    );
     assert_eq!(poll_with(f.as_mut(), &w2), Poll::Ready(Ok(1)));
 }
 
@@ -384,7 +402,11 @@ fn a_future_moved_to_another_thread_between_polls<S: Strategy>(p: S::Params) {
     let mut g = Box::pin(c.recv_async());
     assert!(poll_noop(g.as_mut()).is_pending());
     thread::scope(|s| s.spawn(move || drop(g)).join().unwrap());
-    assert_eq!(c.nbsend(1), Err(TrySendError::Full(1)), "the dropped future left");
+    assert_eq!(
+        c.nbsend(1),
+        Err(TrySendError::Full(1)),
+        "the dropped future left"
+    );
 }
 
 // The hostile-executor kit -----------------------------------------------------------------
@@ -456,7 +478,10 @@ fn wakers_whose_clone_panics<S: Strategy>(p: S::Params) {
     assert!(catch_unwind(AssertUnwindSafe(|| poll_with(f.as_mut(), &w))).is_err());
     drop(f);
     drop(alt);
-    assert!(matches!(c.nbsend(Tracked::new(2, &drops)), Err(TrySendError::Full(_))));
+    assert!(matches!(
+        c.nbsend(Tracked::new(2, &drops)),
+        Err(TrySendError::Full(_))
+    ));
     assert_eq!(drops.load(SeqCst), 2);
 }
 
@@ -482,7 +507,11 @@ fn wakers_whose_clones_panic_on_drop<S: Strategy>(p: S::Params) {
     let mut r = Box::pin(c.recv_async());
     assert!(poll_with(r.as_mut(), &w).is_pending());
     assert!(catch_unwind(AssertUnwindSafe(|| drop(r))).is_err());
-    assert_eq!(c.nbsend(3), Err(TrySendError::Full(3)), "the cancelled future left");
+    assert_eq!(
+        c.nbsend(3),
+        Err(TrySendError::Full(3)),
+        "the cancelled future left"
+    );
 }
 
 /// Wakers that send or receive on the very channel from inside `wake`: the wake runs with
@@ -562,17 +591,26 @@ fn futures_leaked_at_every_stage<S: Strategy>(p: S::Params) {
     // Streams and sinks leaked while queued.
     stream_and_sink_leaks(&c, &drops);
     drop(c);
-    assert_eq!(drops.load(SeqCst), 2, "1 received and dropped, 3 received and dropped");
+    assert_eq!(
+        drops.load(SeqCst),
+        2,
+        "1 received and dropped, 3 received and dropped"
+    );
 }
 
 #[cfg(all(feature = "stream", feature = "sink"))]
 fn stream_and_sink_leaks<S: Strategy>(c: &Chan<Tracked, S>, drops: &Arc<AtomicUsize>) {
     use futures::{Sink, Stream};
     let mut st = Box::pin(c.stream());
-    assert!(st.as_mut().poll_next(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_pending());
+    assert!(st
+        .as_mut()
+        .poll_next(&mut std::task::Context::from_waker(
+            futures::task::noop_waker_ref()
+        ))
+        .is_pending());
     std::mem::forget(st);
     let mut sk = Box::pin(c.sink());
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut cx = std::task::Context::from_waker(futures::task::noop_waker_ref());
     assert!(sk.as_mut().poll_ready(&mut cx).is_ready());
     sk.as_mut().start_send(Tracked::new(9, drops)).unwrap();
     // A receiver (the leaked stream) waits: the flush hands it the value at once.
@@ -616,7 +654,7 @@ fn rounds() -> usize {
 fn cancellation_races_close<S: Strategy>(p: S::Params) {
     let drops = Arc::new(AtomicUsize::new(0));
     for round in 0..rounds() {
-        let c = Chan::<Tracked, S>::with_params(round % 2, p.clone());
+        let c = Chan::<Tracked, S>::with_params(round % 2, p);
         let mut r = Box::pin(c.recv_async());
         assert!(poll_noop(r.as_mut()).is_pending());
         let mut s = Box::pin(c.send_async(Tracked::new(round as u64, &drops)));
@@ -639,7 +677,7 @@ fn cancellation_races_a_claim<S: Strategy>(p: S::Params) {
     let drops = Arc::new(AtomicUsize::new(0));
     let mut sent = 0;
     for round in 0..rounds() {
-        let c = Chan::<Tracked, S>::with_params(0, p.clone());
+        let c = Chan::<Tracked, S>::with_params(0, p);
         let mut r = Box::pin(c.recv_async());
         assert!(poll_noop(r.as_mut()).is_pending());
         let ok = thread::scope(|sc| {
@@ -654,7 +692,11 @@ fn cancellation_races_a_claim<S: Strategy>(p: S::Params) {
         }
         assert!(c.nbrecv().is_err());
     }
-    assert_eq!(drops.load(SeqCst), rounds(), "each value dropped once ({sent} sent)");
+    assert_eq!(
+        drops.load(SeqCst),
+        rounds(),
+        "each value dropped once ({sent} sent)"
+    );
 }
 
 /// Endpoints: a queued receive future, handed a value, dropped while the last `Sender`
@@ -662,7 +704,7 @@ fn cancellation_races_a_claim<S: Strategy>(p: S::Params) {
 fn cancellation_races_the_last_endpoint<S: Strategy>(p: S::Params) {
     let drops = Arc::new(AtomicUsize::new(0));
     for round in 0..rounds() {
-        let (tx, rx) = Chan::<Tracked, S>::with_params(round % 2, p.clone()).split();
+        let (tx, rx) = Chan::<Tracked, S>::with_params(round % 2, p).split();
         let rx2 = rx.clone();
         let mut r = Box::pin(rx2.recv_async());
         assert!(poll_noop(r.as_mut()).is_pending());
@@ -684,7 +726,7 @@ fn values_are_dropped_once_whatever_the_wakers_do<S: Strategy>(p: S::Params) {
     let drops = Arc::new(AtomicUsize::new(0));
     let made = rounds() * 3;
     for round in 0..rounds() {
-        let c = Arc::new(Chan::<Tracked, S>::with_params(round % 3, p.clone()));
+        let c = Arc::new(Chan::<Tracked, S>::with_params(round % 3, p));
         let c2 = c.clone();
         let reenter = Hostile::reentrant(move || drop(c2.nbrecv()));
         let panicky = Hostile::new(Fault::PanicWake);
@@ -729,3 +771,92 @@ const _: fn() = || {
     fn waiter<W: Waiter>() {}
     waiter::<<locks::Adaptive as Strategy>::Waiter>();
 };
+
+// `SendAlt` inside `tokio::spawn` on the multi-thread runtime (issue 22's alt in a spawned
+// task): the same protocol, its future `Send`.
+
+per_backend! {
+    send_alt:
+    #[cfg_attr(miri, ignore)] send_alt_in_spawned_tasks,
+}
+
+fn send_alt_in_spawned_tasks<S: Strategy>(p: S::Params) {
+    fn assert_send<F: Send>(_: &F) {}
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let n = common::count(2000, 10, 10) as u32;
+    let a = Arc::new(Chan::<u32, S>::with_params(0, p));
+    let b = Arc::new(Chan::<u32, S>::with_params(1, p));
+    let out = Arc::new(Chan::<u32, S>::with_params(0, Default::default()));
+    let got = rt.block_on(async {
+        let (a2, b2, out2) = (a.clone(), b.clone(), out.clone());
+        let relay = tokio::spawn(async move {
+            // Values received and not yet forwarded, oldest first; the send arm offers the
+            // oldest, so each source's order survives the relay.
+            let mut buf = std::collections::VecDeque::new();
+            let mut forwarded = 0;
+            while forwarded < 2 * n {
+                let (mut x, mut y) = (None, None);
+                let mut send = buf.pop_front();
+                let mut alt = chan::SendAlt::new();
+                let ai = alt.recv(&*a2, &mut x);
+                let bi = alt.recv(&*b2, &mut y);
+                let si = alt.send(&*out2, &mut send);
+                let f = alt.wait_async();
+                assert_send(&f);
+                let fired = f.await;
+                drop(alt);
+                assert!(!fired.closed);
+                if fired.index == si {
+                    forwarded += 1;
+                } else if let Some(v) = send {
+                    buf.push_front(v);
+                }
+                match fired.index {
+                    i if i == ai => buf.push_back(x.unwrap()),
+                    i if i == bi => buf.push_back(y.unwrap()),
+                    _ => {}
+                }
+            }
+        });
+        let pa = tokio::spawn({
+            let a = a.clone();
+            async move {
+                for i in 0..n {
+                    a.send_async(i).await.unwrap();
+                }
+            }
+        });
+        let pb = tokio::spawn({
+            let b = b.clone();
+            async move {
+                for i in 0..n {
+                    b.send_async(n + i).await.unwrap();
+                }
+            }
+        });
+        let mut got = vec![];
+        for _ in 0..2 * n {
+            got.push(out.recv_async().await.unwrap());
+        }
+        relay.await.unwrap();
+        pa.await.unwrap();
+        pb.await.unwrap();
+        got
+    });
+    let (mut from_a, mut from_b): (Vec<u32>, Vec<u32>) = got.iter().partition(|&&v| v < n);
+    assert_eq!(
+        from_a,
+        (0..n).collect::<Vec<_>>(),
+        "a's values in order, each once"
+    );
+    assert_eq!(
+        from_b,
+        (n..2 * n).collect::<Vec<_>>(),
+        "b's values in order, each once"
+    );
+    from_a.clear();
+    from_b.clear();
+}

@@ -16,6 +16,7 @@ use super::{Alt, Fired, Held};
 use crate::chan::wake;
 use crate::waitq::{Context, Selected};
 use locks::{Adaptive, Strategy};
+use std::cell::UnsafeCell;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomPinned;
@@ -35,13 +36,18 @@ enum Stage {
 pub struct AltFuture<'f, 'a, L: Strategy = Adaptive> {
     alt: &'f mut Alt<'a, L>,
     stage: Stage,
-    ctx: Context<L::Waiter>,
+    ctx: UnsafeCell<Context<L::Waiter>>,
+    /// `ctx`'s address, taken on the first poll (pinned by then) and used for every access:
+    /// ours and the queue's pointers share one provenance, which a later poll's reborrow of
+    /// the future cannot invalidate (see `Op::at` in `chan/future.rs`).
+    at: *const Context<L::Waiter>,
     _pin: PhantomPinned,
 }
 
 // Not `Send`: neither is `Alt`, whose arms are type-erased without a `Send` bound (a channel
 // of `Rc`s can be an arm). A task awaiting an alt runs on a current-thread runtime, a local
-// set or `block_on`; its partners may be tasks and threads anywhere.
+// set or `block_on`, or builds a `SendAlt` (arms of `Send` values only), whose future is
+// `Send`; its partners may be tasks and threads anywhere.
 
 impl<'a, L: Strategy> Alt<'a, L> {
     /// [`wait`](Self::wait) from an async task: completes when one arm has fired, with the
@@ -77,13 +83,22 @@ impl<'a, L: Strategy> Alt<'a, L> {
         AltFuture {
             alt: self,
             stage: Stage::Idle,
-            ctx: Context::task(None),
+            ctx: UnsafeCell::new(Context::task(None)),
+            at: std::ptr::null(),
             _pin: PhantomPinned,
         }
     }
 }
 
 impl<L: Strategy> AltFuture<'_, '_, L> {
+    /// The task context (after the first poll). Unbounded: it borrows nothing of `self`, so
+    /// that the alt can be borrowed beside it.
+    fn ctx<'c>(&self) -> &'c Context<L::Waiter> {
+        // SAFETY: `at` points at our pinned context, alive as long as the future, which every
+        // caller outlives the returned reference within.
+        unsafe { &*self.at }
+    }
+
     /// Moves values back to the arms' places and drops what they displaced (user code: after
     /// every lock is released).
     fn finish_all(&mut self) {
@@ -96,6 +111,7 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
     }
 
     fn start(&mut self, cx: &TaskCx<'_>) -> Poll<Fired> {
+        let ctx = self.ctx();
         assert!(
             !self.alt.arms.is_empty(),
             "alt with no arms would wait forever"
@@ -121,34 +137,35 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 return Poll::Ready(fired);
             }
             // SAFETY: no node of ours is queued: the waker slot is ours.
-            if !installed && !unsafe { self.ctx.waker_will_wake(cx.waker()) } {
+            if !installed && !unsafe { ctx.waker_will_wake(cx.waker()) } {
                 drop(held);
                 let new = cx.waker().clone();
                 // SAFETY: as above.
-                drop(unsafe { self.ctx.swap_waker(Some(new)) });
+                drop(unsafe { ctx.swap_waker(Some(new)) });
                 installed = true;
                 continue;
             }
-            self.ctx.reset_task();
+            ctx.reset_task();
             for &i in poll_order.iter() {
                 // SAFETY: every lock is held; the arms stay boxed in place, and the context
                 // pinned in this future, until the nodes are dequeued (on completion, or by
                 // the drop).
-                unsafe { held.arms[i].enqueue(&self.ctx, i) };
+                unsafe { held.arms[i].enqueue(ctx, i) };
             }
             drop(held);
             self.stage = Stage::Queued;
             // Should this future be leaked, the alt withdraws the wait (`cancel_leaked`).
-            self.alt.pending = &self.ctx;
+            self.alt.pending = self.at;
             return Poll::Pending;
         }
     }
 
     fn poll_queued(&mut self, cx: &TaskCx<'_>) -> Poll<Fired> {
+        let ctx = self.ctx();
         loop {
-            let selected = self.ctx.selected();
+            let selected = ctx.selected();
             if selected != Selected::Waiting {
-                if !self.ctx.task_signalled() {
+                if !ctx.task_signalled() {
                     // Claimed; the partner's signal is a moment away.
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
@@ -182,24 +199,24 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 arms, lock_order, ..
             } = &mut *self.alt;
             let held = Held::lock(arms, lock_order);
-            if self.ctx.selected() != Selected::Waiting {
+            if ctx.selected() != Selected::Waiting {
                 drop(held);
                 continue;
             }
             // SAFETY: every lock of the alt is held.
-            if unsafe { self.ctx.waker_will_wake(cx.waker()) } {
+            if unsafe { ctx.waker_will_wake(cx.waker()) } {
                 return Poll::Pending;
             }
             drop(held);
             let new = cx.waker().clone();
             let held = Held::lock(arms, lock_order);
-            if self.ctx.selected() != Selected::Waiting {
+            if ctx.selected() != Selected::Waiting {
                 drop(held);
                 drop(new);
                 continue;
             }
             // SAFETY: still waiting, with every lock held.
-            let old = unsafe { self.ctx.swap_waker(Some(new)) };
+            let old = unsafe { ctx.swap_waker(Some(new)) };
             drop(held);
             drop(old);
             return Poll::Pending;
@@ -213,6 +230,9 @@ impl<L: Strategy> Future for AltFuture<'_, '_, L> {
         // SAFETY: nothing is moved out of `this`: the context stays where the queued nodes
         // point, and `&mut` to this `!Unpin` struct asserts no uniqueness over it.
         let this = unsafe { self.get_unchecked_mut() };
+        if this.at.is_null() {
+            this.at = this.ctx.get();
+        }
         match this.stage {
             Stage::Idle => this.start(cx),
             Stage::Queued => this.poll_queued(cx),
@@ -227,7 +247,8 @@ impl<L: Strategy> Drop for AltFuture<'_, '_, L> {
             return;
         }
         self.stage = Stage::Done;
-        self.alt.cancel_async(&self.ctx);
+        let ctx = self.ctx();
+        self.alt.cancel_async(ctx);
     }
 }
 

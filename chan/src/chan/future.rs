@@ -23,16 +23,24 @@
 //!   each sender's values in order. (Another receiver may meanwhile have taken a later value
 //!   of the same sender, and then sees the two out of order: no rule that loses nothing can
 //!   avoid it.) The buffer may then hold one value more than its capacity, until received.
+//!   The drop waits for the claimer to finish signalling *before* it runs any user code
+//!   (the other receiver's waker, its own waker's drop, a value's drop), so a panic there
+//!   cannot free memory the claimer still writes.
+//!
+//! A value put into a task's receive node is *lent* (`State::lent`): until the future takes
+//! it out, or gives it back, it is still in the channel, and a closed channel does not report
+//! "closed and drained" (receivers wait instead, and `close` leaves them queued). The future
+//! that takes the last lent value out of a closed channel wakes them to see the close.
 //!
 //! Waker discipline: a waker is cloned with no lock held (cloning, like waking, runs the
 //! executor's code) and replaced, on a poll with a waker that would not wake the stored one,
 //! under the lock of the channel the node is queued on.
 
 use super::{wake, Chan, Locked, Shared, State, CLOSED, LEN, RECEIVERS, SENDERS};
-use crate::waitq::{Defer, WakeOnDrop};
 use crate::error::{RecvError, SendError};
 use crate::sync::Ordering::Relaxed;
 use crate::waitq::{Context, Node, Selected, Wake};
+use crate::waitq::{Defer, WakeOnDrop};
 use crate::{Receiver, Sender};
 use locks::{Adaptive, Strategy, Waiter};
 use std::cell::{Cell, UnsafeCell};
@@ -102,6 +110,11 @@ struct Op<T, W> {
     stage: Cell<Stage>,
     /// Initialised exactly while `stage` is `Queued`.
     wait: UnsafeCell<MaybeUninit<Wait<T, W>>>,
+    /// Where the wait was written, taken once when it is set up and used for every access
+    /// after that, by us as by the queue: the pointers the queue holds and ours then share
+    /// one provenance, which no later poll's reborrow of the future (a `Pin<&mut Self>`, a
+    /// `Box` moved to another thread) can invalidate under Stacked or Tree Borrows.
+    at: Cell<*mut Wait<T, W>>,
     _pin: PhantomPinned,
 }
 
@@ -110,6 +123,7 @@ impl<T, W: Waiter> Op<T, W> {
         Op {
             stage: Cell::new(Stage::Idle),
             wait: UnsafeCell::new(MaybeUninit::uninit()),
+            at: Cell::new(ptr::null_mut()),
             _pin: PhantomPinned,
         }
     }
@@ -117,8 +131,8 @@ impl<T, W: Waiter> Op<T, W> {
     /// The wait; only while `Queued`.
     fn wait(&self) -> &Wait<T, W> {
         debug_assert_eq!(self.stage.get(), Stage::Queued);
-        // SAFETY: initialised while queued; only shared references are ever made.
-        unsafe { (*self.wait.get()).assume_init_ref() }
+        // SAFETY: initialised while queued, at `at`; only shared references are ever made.
+        unsafe { &*self.at.get() }
     }
 
     /// Sets up the wait (a task context holding `waker`, a node holding `slot`) and queues
@@ -132,14 +146,18 @@ impl<T, W: Waiter> Op<T, W> {
         waker: Waker,
     ) {
         debug_assert_ne!(self.stage.get(), Stage::Queued);
-        // SAFETY: not queued, so the memory is ours and holds nothing to drop.
-        let wait = unsafe {
-            (*self.wait.get()).write(Wait {
+        let at: *mut Wait<T, W> = self.wait.get().cast();
+        // SAFETY: not queued, so the memory is ours and holds nothing to drop; written
+        // through the raw pointer, with no `&mut` (see `at`).
+        unsafe {
+            at.write(Wait {
                 ctx: Context::task(Some(waker)),
                 node: Node::new(slot),
             })
         };
-        let wait: &Wait<T, W> = wait;
+        self.at.set(at);
+        // SAFETY: just written.
+        let wait = unsafe { &*at };
         wait.node.bind(&wait.ctx, 0);
         // SAFETY: `self` is pinned (every caller reaches it through `Pin`) and its drop
         // unlinks the node, under the lock, before the memory can go.
@@ -161,7 +179,7 @@ impl<T, W: Waiter> Op<T, W> {
         self.stage.set(Stage::Done);
         // SAFETY: as above; the stage says it is gone before it goes, so nothing reads it
         // again (in place: moving it out first would copy all of it).
-        unsafe { ptr::drop_in_place((*self.wait.get()).as_mut_ptr()) };
+        unsafe { ptr::drop_in_place(self.at.get()) };
         v
     }
 

@@ -11,7 +11,7 @@ use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 /// What a [`hostile`] waker does wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// Nothing: it counts its wake-ups.
     None,
     /// `wake` and `wake_by_ref` panic.
@@ -24,14 +24,14 @@ pub enum Fault {
 
 /// The state behind a hostile waker: its fault, its wake-up count, and an optional hook run
 /// inside `wake` (say, a send on the channel the waker's future waits on).
-pub struct Hostile {
-    pub fault: Fault,
-    pub wakes: AtomicUsize,
-    pub hook: Option<Box<dyn Fn() + Send + Sync>>,
+pub(crate) struct Hostile {
+    pub(crate) fault: Fault,
+    pub(crate) wakes: AtomicUsize,
+    pub(crate) hook: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl Hostile {
-    pub fn new(fault: Fault) -> Arc<Self> {
+    pub(crate) fn new(fault: Fault) -> Arc<Self> {
         Arc::new(Hostile {
             fault,
             wakes: AtomicUsize::new(0),
@@ -40,7 +40,7 @@ impl Hostile {
     }
 
     /// A well-behaved waker whose `wake` runs `hook` first: a waker that re-enters.
-    pub fn reentrant(hook: impl Fn() + Send + Sync + 'static) -> Arc<Self> {
+    pub(crate) fn reentrant(hook: impl Fn() + Send + Sync + 'static) -> Arc<Self> {
         Arc::new(Hostile {
             fault: Fault::None,
             wakes: AtomicUsize::new(0),
@@ -48,7 +48,7 @@ impl Hostile {
         })
     }
 
-    pub fn wakes(&self) -> usize {
+    pub(crate) fn wakes(&self) -> usize {
         self.wakes.load(SeqCst)
     }
 
@@ -63,15 +63,15 @@ impl Hostile {
     }
 }
 
-/// A clone made by `clone` (not the test's original) is marked by a set low bit, so that only
-/// clones panic on drop: the test can still drop its own waker.
-const CLONE_BIT: usize = 1;
+/// The test's original waker has `VTABLE`; a clone made by `clone` has `CLONE_VTABLE`, so that
+/// only clones panic on drop: the test can still drop its own waker.
+static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_original);
+static CLONE_VTABLE: RawWakerVTable =
+    RawWakerVTable::new(clone, wake_clone, wake_by_ref, drop_clone);
 
 fn state(p: *const ()) -> *const Hostile {
-    (p as usize & !CLONE_BIT) as *const Hostile
+    p.cast()
 }
-
-static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
 
 unsafe fn clone(p: *const ()) -> RawWaker {
     let s = state(p);
@@ -81,10 +81,20 @@ unsafe fn clone(p: *const ()) -> RawWaker {
     }
     // SAFETY: as above.
     unsafe { Arc::increment_strong_count(s) };
-    RawWaker::new((s as usize | CLONE_BIT) as *const (), &VTABLE)
+    RawWaker::new(s.cast(), &CLONE_VTABLE)
 }
 
 unsafe fn wake(p: *const ()) {
+    // SAFETY: forwarded.
+    unsafe { wake_as(p, false) }
+}
+
+unsafe fn wake_clone(p: *const ()) {
+    // SAFETY: forwarded.
+    unsafe { wake_as(p, true) }
+}
+
+unsafe fn wake_as(p: *const (), is_clone: bool) {
     // Release the count whatever `on_wake` does: a guard drops it on unwind too.
     struct Release(*const Hostile, bool);
     impl Drop for Release {
@@ -99,7 +109,7 @@ unsafe fn wake(p: *const ()) {
     let s = state(p);
     // SAFETY: the consumed waker holds a count.
     let fault = unsafe { (*s).fault };
-    let guard = Release(s, fault == Fault::PanicDrop && p as usize & CLONE_BIT != 0);
+    let guard = Release(s, fault == Fault::PanicDrop && is_clone);
     // SAFETY: alive while `guard` holds the count.
     unsafe { (*s).on_wake() };
     drop(guard);
@@ -110,37 +120,47 @@ unsafe fn wake_by_ref(p: *const ()) {
     unsafe { (*state(p)).on_wake() };
 }
 
-unsafe fn drop_waker(p: *const ()) {
+unsafe fn drop_original(p: *const ()) {
+    // SAFETY: forwarded.
+    unsafe { drop_as(p, false) }
+}
+
+unsafe fn drop_clone(p: *const ()) {
+    // SAFETY: forwarded.
+    unsafe { drop_as(p, true) }
+}
+
+unsafe fn drop_as(p: *const (), is_clone: bool) {
     let s = state(p);
     // SAFETY: the dropped waker held this count.
     let fault = unsafe { (*s).fault };
     // SAFETY: as above.
     drop(unsafe { Arc::from_raw(s) });
-    if fault == Fault::PanicDrop && p as usize & CLONE_BIT != 0 && !std::thread::panicking() {
+    if fault == Fault::PanicDrop && is_clone && !std::thread::panicking() {
         panic!("hostile waker: drop");
     }
 }
 
 /// A waker over `h` (the test's original: its own drop never panics).
-pub fn hostile(h: &Arc<Hostile>) -> Waker {
+pub(crate) fn hostile(h: &Arc<Hostile>) -> Waker {
     let p = Arc::into_raw(h.clone());
     // SAFETY: the vtable's functions keep the `Arc` counts balanced, as `RawWaker` requires.
     unsafe { Waker::from_raw(RawWaker::new(p.cast(), &VTABLE)) }
 }
 
 /// A counting waker with no fault.
-pub fn counting() -> (Arc<Hostile>, Waker) {
+pub(crate) fn counting() -> (Arc<Hostile>, Waker) {
     let h = Hostile::new(Fault::None);
     let w = hostile(&h);
     (h, w)
 }
 
 /// Polls `f` once with `waker`.
-pub fn poll_with<F: Future + ?Sized>(f: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
+pub(crate) fn poll_with<F: Future + ?Sized>(f: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
     f.poll(&mut Context::from_waker(waker))
 }
 
 /// Polls `f` once with a waker that does nothing.
-pub fn poll_noop<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
-    poll_with(f, Waker::noop())
+pub(crate) fn poll_noop<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
+    poll_with(f, futures::task::noop_waker_ref())
 }
