@@ -18,7 +18,7 @@ mod future;
 pub use self::future::RecvStream;
 #[cfg(feature = "sink")]
 pub use self::future::SendSink;
-pub use self::future::{RecvFuture, SendFuture};
+pub use self::future::{OwnedRecvFuture, OwnedSendFuture, RecvFuture, SendFuture};
 
 /// A Plan 9 channel: a cloneable handle through which any thread may send and receive.
 ///

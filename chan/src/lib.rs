@@ -66,7 +66,7 @@ pub use crate::alt::{Alt, AltFuture, Fired, SendAlt, SendAltFuture};
 pub use crate::chan::RecvStream;
 #[cfg(feature = "sink")]
 pub use crate::chan::SendSink;
-pub use crate::chan::{Chan, RecvFuture, SendFuture};
+pub use crate::chan::{Chan, OwnedRecvFuture, OwnedSendFuture, RecvFuture, SendFuture};
 pub use crate::endpoints::{Receiver, RecvEnd, SendEnd, Sender};
 pub use crate::error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,

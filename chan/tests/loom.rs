@@ -485,3 +485,63 @@ impl Visit for AsyncAlt {
 fn an_async_alt_is_woken_by_a_thread() {
     each(AsyncAlt);
 }
+
+#[derive(Clone)]
+struct LentReceived;
+impl Visit for LentReceived {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // A value lent to a receive future (handed to it, not yet taken out) while one
+            // thread closes and another receives: the receiver must not see the end until the
+            // future has the value, and then must see it (no hang).
+            let c = Chan::<u32, S>::with_params(0, p);
+            let (_, w) = task::waker();
+            let mut f = Box::pin(c.recv_async());
+            assert!(task::poll(f.as_mut(), &w).is_pending());
+            assert_eq!(c.nbsend(5), Ok(()));
+            let closer = c.clone();
+            let t1 = thread::spawn(move || closer.close());
+            let rx = c.clone();
+            let t2 = thread::spawn(move || rx.recv());
+            assert_eq!(task::poll(f.as_mut(), &w), std::task::Poll::Ready(Ok(5)));
+            assert!(t1.join().unwrap());
+            assert_eq!(t2.join().unwrap(), Err(chan::RecvError));
+        });
+    }
+}
+
+#[test]
+fn a_lent_value_received_releases_waiting_receivers() {
+    each(LentReceived);
+}
+
+#[derive(Clone)]
+struct LentGivenBack;
+impl Visit for LentGivenBack {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // The same, the future dropped instead: the value comes back and the receiver
+            // gets it, whether the close came first or not; nothing after.
+            let c = Chan::<u32, S>::with_params(0, p);
+            let (_, w) = task::waker();
+            let mut f = Box::pin(c.recv_async());
+            assert!(task::poll(f.as_mut(), &w).is_pending());
+            assert_eq!(c.nbsend(5), Ok(()));
+            let closer = c.clone();
+            let t1 = thread::spawn(move || closer.close());
+            let rx = c.clone();
+            let t2 = thread::spawn(move || rx.recv());
+            drop(f);
+            assert!(t1.join().unwrap());
+            assert_eq!(t2.join().unwrap(), Ok(5));
+            assert!(c.nbrecv().is_err());
+        });
+    }
+}
+
+#[test]
+fn a_lent_value_given_back_is_received_not_resurrected() {
+    each(LentGivenBack);
+}

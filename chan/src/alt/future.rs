@@ -241,6 +241,12 @@ impl<L: Strategy> Future for AltFuture<'_, '_, L> {
     }
 }
 
+impl<L: Strategy> futures_core::FusedFuture for AltFuture<'_, '_, L> {
+    fn is_terminated(&self) -> bool {
+        self.stage == Stage::Done
+    }
+}
+
 impl<L: Strategy> Drop for AltFuture<'_, '_, L> {
     fn drop(&mut self) {
         if self.stage != Stage::Queued {

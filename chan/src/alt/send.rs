@@ -141,6 +141,12 @@ impl<L: Strategy> Future for SendAltFuture<'_, '_, L> {
     }
 }
 
+impl<L: Strategy> futures_core::FusedFuture for SendAltFuture<'_, '_, L> {
+    fn is_terminated(&self) -> bool {
+        self.0.is_terminated()
+    }
+}
+
 impl<L: Strategy> fmt::Debug for SendAltFuture<'_, '_, L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("SendAltFuture").field(&self.0).finish()

@@ -436,28 +436,115 @@ impl<T, W: Waiter> Op<T, W> {
     }
 }
 
-/// The future of [`Chan::send_async`] (and [`Sender::send_async`]).
-///
-/// Dropping it before it completes is safe at any point: either the value was sent, or it is
-/// dropped with the future, exactly once.
-#[must_use = "futures do nothing unless polled"]
-pub struct SendFuture<'a, T, L: Strategy = Adaptive> {
-    chan: &'a Chan<T, L>,
+/// A channel an async operation borrows (`&Chan`) or owns (an endpoint's `Chan`, so that the
+/// future can outlive the borrow: `tokio::spawn(rx.into_recv_async())`).
+trait ChanRef<T, L: Strategy> {
+    fn chan(&self) -> &Chan<T, L>;
+}
+
+impl<T, L: Strategy> ChanRef<T, L> for &Chan<T, L> {
+    #[inline(always)]
+    fn chan(&self) -> &Chan<T, L> {
+        self
+    }
+}
+
+impl<T, L: Strategy> ChanRef<T, L> for Chan<T, L> {
+    #[inline(always)]
+    fn chan(&self) -> &Chan<T, L> {
+        self
+    }
+}
+
+/// A send future's state, whichever way it holds its channel.
+struct SendOp<C: ChanRef<T, L>, T, L: Strategy> {
+    chan: C,
     op: Op<T, L::Waiter>,
     /// The value to send, there exactly while the operation is `Idle` (a queued send keeps
     /// it in its node).
     value: UnsafeCell<MaybeUninit<T>>,
 }
 
+impl<C: ChanRef<T, L>, T, L: Strategy> SendOp<C, T, L> {
+    fn new(chan: C, v: T) -> Self {
+        SendOp {
+            chan,
+            op: Op::new(),
+            value: UnsafeCell::new(MaybeUninit::new(v)),
+        }
+    }
+
+    // Always: the common send is a lock, a push and an unlock, and a call around it (with
+    // the registers it saves) would cost as much again; the slow paths are out of line.
+    #[inline(always)]
+    fn poll(&self, cx: &TaskCx<'_>) -> Poll<Result<(), SendError<T>>> {
+        self.op.poll_send(&self.chan.chan().shared, &self.value, cx)
+    }
+}
+
+impl<C: ChanRef<T, L>, T, L: Strategy> Drop for SendOp<C, T, L> {
+    #[inline]
+    fn drop(&mut self) {
+        match self.op.stage.get() {
+            // SAFETY: `Idle`: the value was never taken, so it is there to drop, once.
+            Stage::Idle => unsafe { self.value.get_mut().assume_init_drop() },
+            _ => self.op.cancel(&self.chan.chan().shared, Dir::Send),
+        }
+    }
+}
+
+/// A receive future's state, whichever way it holds its channel.
+struct RecvOp<C: ChanRef<T, L>, T, L: Strategy> {
+    chan: C,
+    op: Op<T, L::Waiter>,
+}
+
+impl<C: ChanRef<T, L>, T, L: Strategy> RecvOp<C, T, L> {
+    fn new(chan: C) -> Self {
+        RecvOp {
+            chan,
+            op: Op::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn poll(&self, cx: &TaskCx<'_>) -> Poll<Result<T, RecvError>> {
+        self.op.poll_recv(&self.chan.chan().shared, cx)
+    }
+}
+
+impl<C: ChanRef<T, L>, T, L: Strategy> Drop for RecvOp<C, T, L> {
+    #[inline]
+    fn drop(&mut self) {
+        self.op.cancel(&self.chan.chan().shared, Dir::Recv);
+    }
+}
+
+/// The future of [`Chan::send_async`] (and [`Sender::send_async`]).
+///
+/// Dropping it before it completes is safe at any point: either the value was sent, or it is
+/// dropped with the future, exactly once. It is `!Unpin` (its wait lives in it, allocation
+/// free): `.await` it, or pin it (`std::pin::pin!`) to poll it by hand.
+#[must_use = "futures do nothing unless polled"]
+pub struct SendFuture<'a, T, L: Strategy = Adaptive>(SendOp<&'a Chan<T, L>, T, L>);
+
 /// The future of [`Chan::recv_async`] (and [`Receiver::recv_async`]).
 ///
 /// Dropping it before it completes is safe at any point: a value it had already been handed
 /// goes back to the channel (to a waiting receiver, else to the front of the buffer).
 #[must_use = "futures do nothing unless polled"]
-pub struct RecvFuture<'a, T, L: Strategy = Adaptive> {
-    chan: &'a Chan<T, L>,
-    op: Op<T, L::Waiter>,
-}
+pub struct RecvFuture<'a, T, L: Strategy = Adaptive>(RecvOp<&'a Chan<T, L>, T, L>);
+
+/// [`SendFuture`] owning its sender: from [`Sender::into_send_async`] (or
+/// [`Chan::into_send_async`]), for a future that must outlive the sender's scope
+/// (`tokio::spawn(tx.into_send_async(v))`). Dropping it drops the sender.
+#[must_use = "futures do nothing unless polled"]
+pub struct OwnedSendFuture<T, L: Strategy = Adaptive>(SendOp<Chan<T, L>, T, L>);
+
+/// [`RecvFuture`] owning its receiver: from [`Receiver::into_recv_async`] (or
+/// [`Chan::into_recv_async`]). Dropping it drops the receiver.
+#[must_use = "futures do nothing unless polled"]
+pub struct OwnedRecvFuture<T, L: Strategy = Adaptive>(RecvOp<Chan<T, L>, T, L>);
 
 // SAFETY: the raw pointers inside (node links, the context pointer) are touched only under
 // the channel's lock or by the future's owner while the node is unqueued; values of `T` move
@@ -469,61 +556,48 @@ unsafe impl<T: Send, L: Strategy> Sync for SendFuture<'_, T, L> {}
 unsafe impl<T: Send, L: Strategy> Send for RecvFuture<'_, T, L> {}
 // SAFETY: as above.
 unsafe impl<T: Send, L: Strategy> Sync for RecvFuture<'_, T, L> {}
+// SAFETY: as for `SendFuture`; the owned `Chan` is `Send` and `Sync` when `T: Send`.
+unsafe impl<T: Send, L: Strategy> Send for OwnedSendFuture<T, L> {}
+// SAFETY: as above.
+unsafe impl<T: Send, L: Strategy> Sync for OwnedSendFuture<T, L> {}
+// SAFETY: as for `OwnedSendFuture`.
+unsafe impl<T: Send, L: Strategy> Send for OwnedRecvFuture<T, L> {}
+// SAFETY: as above.
+unsafe impl<T: Send, L: Strategy> Sync for OwnedRecvFuture<T, L> {}
 
-impl<T, L: Strategy> Future for SendFuture<'_, T, L> {
-    type Output = Result<(), SendError<T>>;
-    // Always: the common send is a lock, a push and an unlock, and a call around it (with
-    // the registers it saves) would cost as much again; the slow paths are out of line.
-    #[inline(always)]
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Self::Output> {
-        // Only `&` is ever taken of the pinned fields, so nothing moves.
-        let this = self.into_ref().get_ref();
-        this.op.poll_send(&this.chan.shared, &this.value, cx)
-    }
-}
-
-impl<T, L: Strategy> Future for RecvFuture<'_, T, L> {
-    type Output = Result<T, RecvError>;
-    #[inline(always)]
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Self::Output> {
-        let this = self.into_ref().get_ref();
-        this.op.poll_recv(&this.chan.shared, cx)
-    }
-}
-
-impl<T, L: Strategy> Drop for SendFuture<'_, T, L> {
-    #[inline]
-    fn drop(&mut self) {
-        match self.op.stage.get() {
-            // SAFETY: `Idle`: the value was never taken, so it is there to drop, once.
-            Stage::Idle => unsafe { self.value.get_mut().assume_init_drop() },
-            _ => self.op.cancel(&self.chan.shared, Dir::Send),
+/// `Future`, `FusedFuture` (terminated once it has completed) and `Debug` for the four
+/// public futures, each a newtype over its `SendOp` or `RecvOp`.
+macro_rules! future_impls {
+    ($name:ident $(<$lt:lifetime>)?, $out:ty) => {
+        impl<T, L: Strategy> Future for $name<$($lt,)? T, L> {
+            type Output = $out;
+            #[inline(always)]
+            fn poll(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Self::Output> {
+                // Only `&` is ever taken of the pinned fields, so nothing moves.
+                self.into_ref().get_ref().0.poll(cx)
+            }
         }
-    }
+
+        impl<T, L: Strategy> futures_core::FusedFuture for $name<$($lt,)? T, L> {
+            fn is_terminated(&self) -> bool {
+                self.0.op.stage.get() == Stage::Done
+            }
+        }
+
+        impl<T, L: Strategy> fmt::Debug for $name<$($lt,)? T, L> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("stage", &self.0.op.stage.get())
+                    .finish_non_exhaustive()
+            }
+        }
+    };
 }
 
-impl<T, L: Strategy> Drop for RecvFuture<'_, T, L> {
-    #[inline]
-    fn drop(&mut self) {
-        self.op.cancel(&self.chan.shared, Dir::Recv);
-    }
-}
-
-impl<T, L: Strategy> fmt::Debug for SendFuture<'_, T, L> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SendFuture")
-            .field("stage", &self.op.stage.get())
-            .finish_non_exhaustive()
-    }
-}
-
-impl<T, L: Strategy> fmt::Debug for RecvFuture<'_, T, L> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RecvFuture")
-            .field("stage", &self.op.stage.get())
-            .finish_non_exhaustive()
-    }
-}
+future_impls!(SendFuture<'_>, Result<(), SendError<T>>);
+future_impls!(RecvFuture<'_>, Result<T, RecvError>);
+future_impls!(OwnedSendFuture, Result<(), SendError<T>>);
+future_impls!(OwnedRecvFuture, Result<T, RecvError>);
 
 impl<T, L: Strategy> Chan<T, L> {
     /// Sends `v` from an async task: completes when [`send`](Self::send) would return,
@@ -545,11 +619,7 @@ impl<T, L: Strategy> Chan<T, L> {
     /// assert_eq!(thread.join().unwrap(), Ok(7));
     /// ```
     pub fn send_async(&self, v: T) -> SendFuture<'_, T, L> {
-        SendFuture {
-            chan: self,
-            op: Op::new(),
-            value: UnsafeCell::new(MaybeUninit::new(v)),
-        }
+        SendFuture(SendOp::new(self, v))
     }
 
     /// Receives from an async task: completes when [`recv`](Self::recv) would return, without
@@ -568,10 +638,17 @@ impl<T, L: Strategy> Chan<T, L> {
     /// thread.join().unwrap().unwrap();
     /// ```
     pub fn recv_async(&self) -> RecvFuture<'_, T, L> {
-        RecvFuture {
-            chan: self,
-            op: Op::new(),
-        }
+        RecvFuture(RecvOp::new(self))
+    }
+
+    /// [`send_async`](Self::send_async) by a future that owns this handle.
+    pub fn into_send_async(self, v: T) -> OwnedSendFuture<T, L> {
+        OwnedSendFuture(SendOp::new(self, v))
+    }
+
+    /// [`recv_async`](Self::recv_async) by a future that owns this handle.
+    pub fn into_recv_async(self) -> OwnedRecvFuture<T, L> {
+        OwnedRecvFuture(RecvOp::new(self))
     }
 }
 
@@ -580,6 +657,22 @@ impl<T, L: Strategy> Sender<T, L> {
     pub fn send_async(&self, v: T) -> SendFuture<'_, T, L> {
         self.0.send_async(v)
     }
+
+    /// [`send_async`](Self::send_async) by a future that owns the sender (dropped with it),
+    /// so it can be spawned:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (tx, rx) = chan::bounded::<u32>(0);
+    /// let sent = tokio::spawn(tx.into_send_async(3));
+    /// assert_eq!(rx.recv_async().await, Ok(3));
+    /// sent.await.unwrap().unwrap();
+    /// # }
+    /// ```
+    pub fn into_send_async(self, v: T) -> OwnedSendFuture<T, L> {
+        OwnedSendFuture(SendOp::new(self.0, v))
+    }
 }
 
 impl<T, L: Strategy> Receiver<T, L> {
@@ -587,12 +680,60 @@ impl<T, L: Strategy> Receiver<T, L> {
     pub fn recv_async(&self) -> RecvFuture<'_, T, L> {
         self.0.recv_async()
     }
+
+    /// [`recv_async`](Self::recv_async) by a future that owns the receiver (dropped with
+    /// it), so it can be spawned:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (tx, rx) = chan::bounded::<u32>(1);
+    /// let got = tokio::spawn(rx.into_recv_async());
+    /// tx.send_async(4).await.unwrap();
+    /// assert_eq!(got.await.unwrap(), Ok(4));
+    /// # }
+    /// ```
+    pub fn into_recv_async(self) -> OwnedRecvFuture<T, L> {
+        OwnedRecvFuture(RecvOp::new(self.0))
+    }
 }
 
 #[cfg(feature = "sink")]
 pub use self::sink::SendSink;
 #[cfg(feature = "stream")]
 pub use self::stream::RecvStream;
+
+/// An [`Op`] on the heap, for the long-lived adapters (streams, sinks), which are `Unpin` so
+/// that `rx.stream().next().await` compiles as written: one allocation when the adapter is
+/// made, reused for every item. Held as a raw pointer, not a `Box`, so that moving the adapter
+/// asserts nothing about the memory the queue points into.
+#[cfg(any(feature = "stream", feature = "sink"))]
+struct HeapOp<T, W>(std::ptr::NonNull<Op<T, W>>);
+
+#[cfg(any(feature = "stream", feature = "sink"))]
+impl<T, W: Waiter> HeapOp<T, W> {
+    fn new() -> Self {
+        HeapOp(std::ptr::NonNull::from(Box::leak(Box::new(Op::new()))))
+    }
+}
+
+#[cfg(any(feature = "stream", feature = "sink"))]
+impl<T, W> std::ops::Deref for HeapOp<T, W> {
+    type Target = Op<T, W>;
+    fn deref(&self) -> &Op<T, W> {
+        // SAFETY: allocated in `new`, freed only by our drop; only `&` is ever made.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+#[cfg(any(feature = "stream", feature = "sink"))]
+impl<T, W> Drop for HeapOp<T, W> {
+    fn drop(&mut self) {
+        // SAFETY: from `Box::leak` in `new`; the adapter's drop has cancelled any wait first
+        // (its fields drop after its own `drop`), so nothing points into it any more.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
 
 /// A channel a stream or sink borrows, or owns (an endpoint's `Chan`, with its role, so that
 /// dropping it counts as dropping the endpoint).
@@ -620,8 +761,9 @@ mod stream {
     /// [`Receiver::stream`], [`Receiver::into_stream`] or [`Chan::stream`]. Ends when the
     /// channel is closed and drained.
     ///
-    /// It holds its wait node, so it is `!Unpin`: pin it (`std::pin::pin!`, `Box::pin`) to
-    /// call `StreamExt::next`. Dropping it mid-wait follows [`RecvFuture`]'s rule.
+    /// It is `Unpin` (`rx.stream().next().await` works as written): its wait lives in one
+    /// heap allocation made with the stream and reused for every item. Dropping it mid-wait
+    /// follows [`RecvFuture`]'s rule.
     ///
     /// ```
     /// use futures::StreamExt;
@@ -633,7 +775,7 @@ mod stream {
     #[must_use = "streams do nothing unless polled"]
     pub struct RecvStream<'a, T, L: Strategy = Adaptive> {
         chan: Handle<'a, T, L>,
-        op: Op<T, L::Waiter>,
+        op: HeapOp<T, L::Waiter>,
     }
 
     // SAFETY: as for `RecvFuture`.
@@ -673,7 +815,7 @@ mod stream {
         pub fn stream(&self) -> RecvStream<'_, T, L> {
             RecvStream {
                 chan: Handle::Borrowed(self),
-                op: Op::new(),
+                op: HeapOp::new(),
             }
         }
     }
@@ -688,7 +830,7 @@ mod stream {
         pub fn into_stream(self) -> RecvStream<'static, T, L> {
             RecvStream {
                 chan: Handle::Owned(self.0),
-                op: Op::new(),
+                op: HeapOp::new(),
             }
         }
     }
@@ -708,9 +850,9 @@ mod sink {
     /// only flushes: the channel closes when its last sender goes, or on
     /// [`close`](Chan::close).
     ///
-    /// It holds its wait node, so it is `!Unpin`: pin it (`std::pin::pin!`, `Box::pin`) to
-    /// call `SinkExt::send`. Dropping it mid-send drops the item unless it was sent, as for
-    /// [`SendFuture`].
+    /// It is `Unpin` (`tx.sink().send(v).await` works as written): its wait lives in one heap
+    /// allocation made with the sink. Dropping it mid-send drops the item unless it was
+    /// sent, as for [`SendFuture`].
     ///
     /// ```
     /// use futures::{SinkExt, StreamExt};
@@ -725,7 +867,7 @@ mod sink {
     #[must_use = "sinks do nothing unless polled"]
     pub struct SendSink<'a, T, L: Strategy = Adaptive> {
         chan: Handle<'a, T, L>,
-        op: Op<T, L::Waiter>,
+        op: HeapOp<T, L::Waiter>,
         /// Whether an item is in flight: in `value` while the operation is `Idle`, in the
         /// node while it is `Queued`.
         pending: Cell<bool>,
@@ -741,7 +883,7 @@ mod sink {
         fn new(chan: Handle<'_, T, L>) -> SendSink<'_, T, L> {
             SendSink {
                 chan,
-                op: Op::new(),
+                op: HeapOp::new(),
                 pending: Cell::new(false),
                 value: UnsafeCell::new(MaybeUninit::uninit()),
             }
