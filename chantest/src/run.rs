@@ -111,7 +111,9 @@ pub(crate) fn records(plan: &Plan, measured: Vec<Measured>, machine: Machine) ->
         unix_time,
         params: Params {
             locks: (0..plan.backends.len()).map(lock).collect(),
-            reference: lock(plan.reference),
+            reference: plan
+                .reference_via
+                .map_or_else(|| lock(plan.reference), |v| v.name().to_string()),
             via: plan.vias.iter().map(|v| v.name().to_string()).collect(),
             size: plan.size as u64,
             nbuf: plan.nbuf.values().to_vec(),
@@ -156,6 +158,7 @@ mod tests {
             global_lock: false,
             pin: false,
             fault: false,
+            reference_via: None,
         };
         assert_eq!(plan.total_runs(), 4 * 2 * 3);
         let cells = sweep(&plan).unwrap();
@@ -191,6 +194,7 @@ mod tests {
             global_lock: false,
             pin: false,
             fault: false,
+            reference_via: None,
         };
         let lanes = [
             Lane::Via(Via::Pipe),
