@@ -99,7 +99,16 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for v in Via::ALL {
-            assert_eq!(v.name().parse::<Via>(), Ok(v));
+            match v {
+                Via::Peer(_) if !cfg!(feature = "peers") => {
+                    assert!(v
+                        .name()
+                        .parse::<Via>()
+                        .unwrap_err()
+                        .contains("`peers` feature"))
+                }
+                _ => assert_eq!(v.name().parse::<Via>(), Ok(v)),
+            }
         }
         assert!(Via::parse_list("chan,tcp")
             .unwrap_err()
