@@ -57,8 +57,9 @@ Examples:
   chantest --via signal -N 100000          signal ping-pong: ns and cycles per signal
   chantest -O 10 -M 8 --via chan,kanal --ref kanal --lock adaptive
                                            our channel beside kanal's, ratios to kanal
-  chantest --via task,kanal-async,tokio -O 1,10 -M 1,8 --format markdown
-                                           tasks, ours beside the async peers, as markdown
+  chantest --via task,kanal-async,tokio -O 1,10 -M 1,8 --format markdown --per-process
+                                           tasks, ours beside the async peers, each run in a
+                                           fresh process, as markdown (benches/grid.sh)
   chantest soak --for 10m                  every channel operation under hostile conditions,
                                            checked (see chantest soak --help)
 
@@ -225,6 +226,11 @@ pub(crate) struct Args {
     /// Pin the receiver and senders to CPUs, round-robin over those this process may use
     #[arg(long)]
     pub pin: bool,
+
+    /// Run each repetition of each cell in a fresh chantest process, lanes rotated, as
+    /// --against runs each side: no lane shares a process with another
+    #[arg(long, conflicts_with_all = ["against", "calibrate", "plain", "inject_fault"])]
+    pub per_process: bool,
 
     /// For testing the check: make sender 0 send one value twice (exit 3)
     #[arg(long, hide = true)]
@@ -408,6 +414,8 @@ pub(crate) struct Setup {
     pub format: Format,
     /// Print bare totals instead.
     pub plain: bool,
+    /// `--per-process`.
+    pub per_process: bool,
     /// Regression threshold.
     pub threshold: f64,
     /// Where `--save` goes, already open.
@@ -589,6 +597,7 @@ impl Args {
             mode,
             format: self.format,
             plain: self.plain,
+            per_process: self.per_process,
             threshold: self.threshold,
             // Opened after the baseline was read: `--save` may name the same file.
             save: self.save.map(|p| Output::open(p, "--save")).transpose()?,

@@ -206,6 +206,25 @@ fn a_baseline_keeps_its_peer_lanes_and_reference() {
 }
 
 #[test]
+fn per_process_runs_each_repetition_alone() {
+    let o = run(
+        "-N 300 -R 2 -O 0,10 -M 1 --lock adaptive --via chan,kanal --per-process --format json",
+        0,
+    );
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    assert!(
+        cells
+            .iter()
+            .all(|c| c["samples"].as_array().unwrap().len() == 2),
+        "{v}"
+    );
+    // The children inherit the environment: a broken adapter is still caught, exit 3.
+    run_env("-N 300 -R 1 --via kanal --per-process", &[BROKEN], 3);
+}
+
+#[test]
 fn bad_peer_input_is_one_line_and_status_2() {
     for (args, want) in [
         ("--via kanal -S 16", "--via kanal carries 8-byte values"),
@@ -215,6 +234,7 @@ fn bad_peer_input_is_one_line_and_status_2() {
         ),
         ("--via kanal,kanal", "listed twice"),
         ("--via tokio --ref tokyo", "unknown lock backend"),
+        ("--per-process --inject-fault", "cannot be used with"),
     ] {
         let o = run(args, 2);
         let err = stderr(&o);
