@@ -25,12 +25,7 @@ pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
     let mut slot = 0;
     for (o, m) in plan.points() {
         let first = cells.len();
-        cells.extend(lanes.iter().map(|&lane| Measured {
-            lane,
-            nbuf: o,
-            senders: m,
-            samples: Vec::with_capacity(plan.reps),
-        }));
+        cells.extend(Measured::point(&lanes, (o, m), plan.reps));
         for _ in 0..plan.reps {
             for k in 0..lanes.len() {
                 let i = (slot + k) % lanes.len();

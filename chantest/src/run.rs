@@ -29,6 +29,22 @@ pub(crate) struct Measured {
     pub samples: Vec<Sample>,
 }
 
+impl Measured {
+    /// The cells of the point (O, M), one per lane, each with room for `reps` samples.
+    pub(crate) fn point(
+        lanes: &[Lane],
+        (nbuf, senders): (u64, u64),
+        reps: usize,
+    ) -> impl Iterator<Item = Measured> + '_ {
+        lanes.iter().map(move |&lane| Measured {
+            lane,
+            nbuf,
+            senders,
+            samples: Vec::with_capacity(reps),
+        })
+    }
+}
+
 /// Runs the sweep; cells come back in report order: by point, then by lane.
 pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
     if plan.vias.contains(&Via::Signal) {
@@ -54,12 +70,7 @@ pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
             fault: plan.fault,
         };
         let first = cells.len();
-        cells.extend(lanes.iter().map(|&lane| Measured {
-            lane,
-            nbuf: o,
-            senders: m,
-            samples: Vec::with_capacity(plan.reps),
-        }));
+        cells.extend(Measured::point(&lanes, (o, m), plan.reps));
         for round in 0..WARMUP + plan.reps {
             for (i, &lane) in lanes.iter().enumerate() {
                 let sample = match lane {
