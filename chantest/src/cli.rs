@@ -44,6 +44,8 @@ Examples:
   chantest -O 10 -M 1,8 --save before.json
   chantest --baseline before.json          same cells again; exit 1 if any regressed
   chantest --compare spin,adaptive -M 1..4 exit 1 if adaptive is slower than spin
+  chantest --compare kanal,adaptive -O 10 -M 8
+                                           exit 1 if adaptive (over chan) is slower than kanal
   chantest --lock adaptive -O 10 -M 1,8 --against ../old/target/release/chantest --budget 60s
                                            this build against another, interleaved
   chantest --calibrate --runs 40,20 --budget 45s
@@ -181,7 +183,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "compare")]
     pub baseline: Option<PathBuf>,
 
-    /// Run backends A and B in alternation and flag B if slower than A (exit 1)
+    /// Run backends A and B in alternation and flag B if slower than A (exit 1); A may be a
+    /// transport that takes no lock, e.g. kanal,adaptive: is adaptive over chan slower?
     #[arg(long, value_name = "A,B", value_parser = lock_pair)]
     pub compare: Option<LockPair>,
 
@@ -258,9 +261,9 @@ pub(crate) enum Reference {
     Via(Via),
 }
 
-/// A `--compare` pair.
+/// A `--compare` pair: A a backend or a transport that takes none, B a backend.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct LockPair(pub Backend, pub Backend);
+pub(crate) struct LockPair(pub Reference, pub Backend);
 
 fn nbuf(s: &str) -> Result<Grid, String> {
     Grid::parse(s, Bounds::NBUF)
@@ -301,8 +304,11 @@ fn reference(s: &str) -> Result<Reference, String> {
 }
 
 fn lock_pair(s: &str) -> Result<LockPair, String> {
+    if let Some((Ok(Reference::Via(a)), b)) = s.split_once(',').map(|(a, b)| (reference(a), b)) {
+        return backend(b).map(|b| LockPair(Reference::Via(a), b));
+    }
     match Backend::parse_list(s).map_err(|e| e.to_string())?[..] {
-        [a, b] => Ok(LockPair(a, b)),
+        [a, b] => Ok(LockPair(Reference::Lock(a), b)),
         _ => Err("wants two backends, A,B".into()),
     }
 }
@@ -487,7 +493,10 @@ impl Args {
         let from_file = baseline.as_ref().map(|b| &b.params);
 
         let (backends, reference) = if let Some(LockPair(a, b)) = self.compare {
-            (vec![a, b], 0)
+            match a {
+                Reference::Lock(a) => (vec![a, b], 0),
+                Reference::Via(_) => (vec![b], 0),
+            }
         } else {
             let backends = match (self.lock, from_file) {
                 (Some(LockList(l)), _) => l,
@@ -523,7 +532,10 @@ impl Args {
         let vias = match (self.via, &baseline) {
             (Some(ViaList(v)), _) => v,
             (None, Some(b)) => b.vias().map_err(|e| usage!("baseline: {e}"))?,
-            (None, None) => vec![Via::Chan],
+            (None, None) => match self.compare {
+                Some(LockPair(Reference::Via(a), _)) => vec![Via::Chan, a],
+                _ => vec![Via::Chan],
+            },
         };
         let size = self
             .size
@@ -550,7 +562,7 @@ impl Args {
             global_lock: self.global_lock || from_file.is_some_and(|p| p.global_lock),
             pin: self.pin || from_file.is_some_and(|p| p.pin),
             fault: self.inject_fault,
-            reference_via: match (self.reference, from_file) {
+            reference_via: match (self.reference.or(self.compare.map(|c| c.0)), from_file) {
                 (Some(Reference::Via(v)), _) => Some(v),
                 (None, Some(p)) => p.reference.parse().ok().filter(|v: &Via| !v.takes_lock()),
                 _ => None,
@@ -649,7 +661,9 @@ fn check_transports(plan: &Plan, compare: bool) -> Result<(), Error> {
         }
     }
     if let Some(v) = plan.reference_via.filter(|&v| !has(v)) {
-        return Err(usage!("--ref {v} is not among the transports of --via"));
+        return Err(usage!(
+            "{v} (--ref, or --compare's A) is not among the transports of --via"
+        ));
     }
     if let Some(v) = plan.vias.iter().find(|v| matches!(v, Via::Peer(_))) {
         if plan.size != record::TAG {
@@ -661,7 +675,8 @@ fn check_transports(plan: &Plan, compare: bool) -> Result<(), Error> {
     }
     if compare && !has(Via::Chan) {
         return Err(usage!(
-            "--compare compares lock backends over chan: --via must include chan"
+            "--compare compares lock backends over chan (or one with a transport): --via must \
+             include chan"
         ));
     }
     Ok(())

@@ -348,7 +348,7 @@ fn markdown(r: &Results, threshold: f64) -> String {
     }
     if !r.changes.is_empty() {
         let _ = writeln!(out, "\n{}:\n", changes_heading(r, threshold));
-        out += &pipes(&change_rows(r), |c| c >= 4);
+        out += &pipes(&change_rows(r), |c| (4..9).contains(&c));
         let _ = writeln!(out, "\n{}.", changes_summary(r));
     }
     out

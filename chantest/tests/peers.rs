@@ -159,6 +159,33 @@ fn compare_runs_beside_peer_lanes() {
 }
 
 #[test]
+fn compare_asks_whether_ours_is_slower_than_a_peer() {
+    // kanal (A) against adaptive over chan (B), with a hundredfold threshold: ok.
+    let o = run(
+        "-N 2000 -R 5 -O 10 -M 1,2 --compare kanal,adaptive --threshold 100",
+        0,
+    );
+    let out = stdout(&o);
+    assert!(out.contains("ratio to kanal"), "{out}");
+    assert_eq!(out.matches("kanal (A)").count(), 2, "{out}");
+    assert!(out.contains("# 0 of 2 cells regressed"), "{out}");
+    // Ours with a 20 us hold in every critical section is a thousandfold slower: regressed.
+    let o = run(
+        "-N 300 -R 5 -O 10 -M 1 --compare kanal,adaptive:hold_ns=20000 --threshold 0.2 \
+         --format markdown",
+        1,
+    );
+    let md = stdout(&o);
+    assert!(
+        md.contains("| adaptive:hold_ns=20000 | kanal (A) | 10 | 1 |"),
+        "{md}"
+    );
+    assert!(md.contains("REGRESSED"), "{md}");
+    // Every lane is checked: a broken kanal adapter is exit 3, not a verdict.
+    run_env("-N 300 -R 5 --compare kanal,adaptive", &[BROKEN], 3);
+}
+
+#[test]
 fn against_judges_peer_lanes() {
     let o = run(
         &format!(
@@ -230,8 +257,14 @@ fn bad_peer_input_is_one_line_and_status_2() {
         ("--via kanal -S 16", "--via kanal carries 8-byte values"),
         (
             "--via chan --ref kanal",
-            "--ref kanal is not among the transports",
+            "kanal (--ref, or --compare's A) is not among",
         ),
+        (
+            "--via chan --compare kanal,sem",
+            "kanal (--ref, or --compare's A) is not among",
+        ),
+        ("--compare kanal,tokio", "unknown lock backend `tokio`"),
+        ("--via kanal --compare kanal,sem", "--via must include chan"),
         ("--via kanal,kanal", "listed twice"),
         ("--via tokio --ref tokyo", "unknown lock backend"),
         ("--per-process --inject-fault", "cannot be used with"),
