@@ -503,6 +503,18 @@ mod tests {
     }
 
     #[test]
+    fn markdown_tables() {
+        let rows = vec![
+            vec!["O".to_string(), "ns".to_string(), "lane".to_string()],
+            vec!["10".to_string(), "1.5".to_string(), "kanal".to_string()],
+        ];
+        assert_eq!(
+            pipes(&rows, |c| c == 1),
+            "| O | ns | lane |\n|---|---:|---|\n| 10 | 1.5 | kanal |\n"
+        );
+    }
+
+    #[test]
     fn alignment() {
         let rows = vec![
             vec!["lock".to_string(), "ns".to_string()],

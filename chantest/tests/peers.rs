@@ -190,7 +190,7 @@ fn against_judges_peer_lanes() {
     let o = run(
         &format!(
             "-N 2000 -R 5 -O 10 -M 1 --lock adaptive --via chan,kanal --ref kanal \
-             --against {BIN} --threshold 100 --format json"
+             --against {BIN} --budget 60s --threshold 100 --format json"
         ),
         0,
     );
