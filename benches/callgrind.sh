@@ -3,15 +3,18 @@
 # workload (M senders x N u64 -> one receiver, O buffers) on our channels and on the peers.
 #
 #   benches/callgrind.sh
-#   N1=20000 N2=40000 W=2000 REPEAT=3 CELLS="100:1 10:1 0:1" IMPLS="adaptive kanal" benches/callgrind.sh
+#   N1=10000 N2=20000 REPEAT=3 CELLS="100:1 10:1 0:1" IMPLS="adaptive kanal" benches/callgrind.sh
 #
-# For each implementation (IMPLS, default every one `grid --list` names) and cell (CELLS, O:M
-# pairs, default O=100, 10, 0 with M=1) it runs
-#   taskset -c CPU valgrind --tool=callgrind target/release/examples/grid --one IMPL -O o -M m -N n -W W
-# with n = N1 and n = N2 (both after the same warm-up round of W values per sender) and reports
-#   (Ir(N2) - Ir(N1)) / (M x (N2 - N1)),
-# instructions per message, so that start-up, lock calibration, the warm-up round and thread
-# creation cancel out. Ir sums every thread: with M=1, the sender's and the receiver's
+# For each implementation (IMPLS, default spin, sem and adaptive, our channel with that lock,
+# and the peers crossbeam, std, flume and kanal; any chantest --via lane name works, e.g.
+# kanal-async, and ours take parameters, e.g. adaptive:spin_ns=500) and cell (CELLS, O:M pairs,
+# default O=100, 10, 0 with M=1) it runs chantest, one round after its warm-up round,
+#   taskset -c CPU valgrind --tool=callgrind chantest --via chan --lock IMPL -O o -M m -N n -R 1
+# (--via IMPL for a peer) with n = N1 and n = N2, and reports
+#   (Ir(N2) - Ir(N1)) / (2 x M x (N2 - N1)),
+# instructions per message (two rounds of N values per sender: the warm-up and the measured
+# one), so that start-up, lock calibration and thread creation cancel out. chantest is built
+# in release under $CARGO_TARGET_DIR (or target/); BIN may name another build. Ir sums every thread: with M=1, the sender's and the receiver's
 # instructions per message together. Only user-space instructions count (libc included):
 # what the kernel does inside futex or sched_yield is invisible, only the syscall itself is
 # counted. Valgrind runs one thread at a time, so the threads take turns as on one CPU, and
@@ -35,9 +38,8 @@ for a in "$@"; do
         *) die "unexpected argument '$a' (try --help)" ;;
     esac
 done
-N1=${N1:-20000}
-N2=${N2:-40000}
-W=${W:-2000}
+N1=${N1:-10000}
+N2=${N2:-20000}
 REPEAT=${REPEAT:-3}
 # Valgrind runs one thread at a time anyway; pinning the process to one CPU makes the
 # implementations see that too (ours then never spin: a spin under valgrind counts the
@@ -47,31 +49,39 @@ CELLS=${CELLS:-100:1 10:1 0:1}
 for v in N1 N2 REPEAT; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
 done
-[[ $W =~ ^[0-9]+$ ]] || die "W must be a non-negative integer, not '$W'"
+[[ -z ${W:-} ]] || die "W is gone: chantest's warm-up round has N values per sender, as its measured one"
 ((N2 > N1)) || die "N2 ($N2) must exceed N1 ($N1)"
 for c in $CELLS; do
     [[ $c =~ ^[0-9]+:[1-9][0-9]*$ ]] || die "CELLS wants O:M pairs such as '10:1', not '$c'"
 done
 command -v valgrind >/dev/null || die "valgrind not found (apt-get install -y valgrind)"
 
-cargo build --quiet --release -p benches --example grid
-bin=target/release/examples/grid
-if [[ -n ${IMPLS:-} ]]; then
-    read -ra impls <<<"$IMPLS"
-else
-    mapfile -t impls < <("$bin" --list)
+if [[ -z ${BIN:-} ]]; then
+    cargo build --quiet --release -p chantest
+    BIN=${CARGO_TARGET_DIR:-target}/release/chantest
 fi
-out=target/callgrind
+bin=$BIN
+[[ -x $bin ]] || die "BIN=$bin is not an executable"
+read -ra impls <<<"${IMPLS:-spin sem adaptive crossbeam std flume kanal}"
+out=${CARGO_TARGET_DIR:-target}/callgrind
 mkdir -p "$out"
 start=$(date +%s)
 
-# Ir of one run: `--one $1 -O $2 -M $3 -N $4 -W $W` under callgrind.
+# chantest's lane flags for an implementation: a backend of our channel, or a transport.
+lane() {
+    case ${1%%:*} in
+        spin | sem | adaptive) echo "--via chan --lock $1" ;;
+        *) echo "--via $1" ;;
+    esac
+}
+
+# Ir of one run: chantest, lane $1, `-O $2 -M $3 -N $4 -R 1`, under callgrind.
 ir() {
-    local f="$out/$1.O$2.M$3.N$4.out" line
-    line=$(taskset -c "$CPU" valgrind -q --tool=callgrind --callgrind-out-file="$f" \
-        "$bin" --one "$1" -O "$2" -M "$3" -N "$4" -W "$W") ||
-        { echo "callgrind.sh: failed: valgrind --tool=callgrind $bin --one $1 -O $2 -M $3 -N $4 -W $W" >&2; exit 1; }
-    [[ $line == impl=* ]] || { echo "callgrind.sh: unexpected output '$line'" >&2; exit 1; }
+    local f="$out/$1.O$2.M$3.N$4.out" args
+    args="$(lane "$1") -O $2 -M $3 -N $4 -R 1 --format csv"
+    # shellcheck disable=SC2086 # the flags are words
+    taskset -c "$CPU" valgrind -q --tool=callgrind --callgrind-out-file="$f" "$bin" $args >/dev/null ||
+        { s=$?; echo "callgrind.sh: failed ($s): valgrind --tool=callgrind $bin $args" >&2; exit "$s"; }
     awk '/^(totals|summary):/ { ir = $2 } END { if (ir == "") exit 1; print ir }' "$f" ||
         { echo "callgrind.sh: no totals in $f" >&2; exit 1; }
 }
@@ -91,9 +101,9 @@ done
 secs=$(($(date +%s) - start))
 
 echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, $(uname -sr), $(valgrind --version), $(date -u +%Y-%m-%d)."
-echo "Command: \`N1=$N1 N2=$N2 W=$W REPEAT=$REPEAT CELLS=\"$CELLS\" ${IMPLS:+IMPLS=\"$IMPLS\" }benches/callgrind.sh\` ($secs s)."
+echo "Command: \`N1=$N1 N2=$N2 REPEAT=$REPEAT CELLS=\"$CELLS\" ${IMPLS:+IMPLS=\"$IMPLS\" }benches/callgrind.sh\` ($secs s)."
 echo "Each cell: instructions (callgrind Ir, user space, every thread) per message,"
-echo "(Ir(N=$N2) - Ir(N=$N1)) / (M x $((N2 - N1))), median of $REPEAT; each run \`grid --one IMPL -O o -M m -N n -W $W\`."
+echo "(Ir(N=$N2) - Ir(N=$N1)) / (2 x M x $((N2 - N1))), median of $REPEAT; each run \`chantest --via chan --lock IMPL -O o -M m -N n -R 1\` (\`--via IMPL\` for a peer), a warm-up round and a measured one."
 echo
 N1=$N1 N2=$N2 CELLS=$CELLS python3 - "$results" "${impls[@]}" <<'PY'
 import os, sys, statistics
@@ -104,7 +114,7 @@ per = {}
 for line in open(path):
     impl, o, m, a, b = line.split()
     o, m = int(o), int(m)
-    per.setdefault((impl, o, m), []).append((int(b) - int(a)) / (m * (n2 - n1)))
+    per.setdefault((impl, o, m), []).append((int(b) - int(a)) / (2 * m * (n2 - n1)))
 med = {k: statistics.median(v) for k, v in per.items()}
 ours = {"spin", "sem", "adaptive"}
 print("| implementation | " + " | ".join(f"O={o} M={m}" for o, m in cells) + " |")

@@ -1,7 +1,7 @@
 //! Async send and receive between two tasks on one current-thread tokio runtime: the issue's
 //! targets (rendezvous at or below 100 ns per message, O=10 at or below 50 ns), ours next to
 //! flume, kanal, async-channel and tokio's mpsc (the last two have no rendezvous channel).
-//! The whole grid (M sender tasks, both runtimes) is `examples/async_grid.rs`.
+//! The whole grid (M sender tasks, both runtimes) is chantest's (`benches/async_grid.sh`).
 //!
 //! `cargo bench -p benches --bench async`
 

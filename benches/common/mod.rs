@@ -1,5 +1,6 @@
-//! Workloads shared by the criterion suites, the smoke tests and the grid example, each
-//! written once and run on our locks and channels and on their peers.
+//! Workloads shared by the criterion suites and the smoke tests, each written once and run on
+//! our locks and channels and on their peers. (chantest runs the channel workload too, with
+//! its own checks, clocks and verdicts, for the README's tables: `benches/grid.sh`.)
 //!
 //! It is included by path (`#[path = "../common/mod.rs"] mod common;`) rather than being the
 //! crate's library, so that the peers stay dev-dependencies: nothing outside the benchmark

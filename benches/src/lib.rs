@@ -1,6 +1,7 @@
 //! The benchmark suite's crate. Its code lives in `benches/` (criterion suites), `common/`
-//! (the workloads they share), `tests/` (smoke tests) and `examples/grid.rs` (the README's
-//! results table); see `benches/README.md`.
+//! (the workloads they share), `tests/` (smoke tests) and `examples/dispatch.rs` (for
+//! callgrind); see `benches/README.md`. The README's result tables are chantest's
+//! (`benches/grid.sh`).
 
 /// The workspace README, whose examples run as doctests here: this crate depends on both
 /// libraries, and is not published (a packaged crate could not reach the file).

@@ -184,7 +184,7 @@ fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String>
 }
 
 /// One process of `side`: one repetition of one cell; the median of its measured rounds.
-fn run_one(plan: &Plan, cell: (u64, u64, Lane), side: &Side) -> Result<Sample, Error> {
+pub(crate) fn run_one(plan: &Plan, cell: (u64, u64, Lane), side: &Side) -> Result<Sample, Error> {
     let args = args(plan, cell, side);
     let exe = side.exe.display();
     let shown = || format!("{exe} {}", args.join(" "));

@@ -44,6 +44,8 @@ Examples:
   chantest -O 10 -M 1,8 --save before.json
   chantest --baseline before.json          same cells again; exit 1 if any regressed
   chantest --compare spin,adaptive -M 1..4 exit 1 if adaptive is slower than spin
+  chantest --compare kanal,adaptive -O 10 -M 8
+                                           exit 1 if adaptive (over chan) is slower than kanal
   chantest --lock adaptive -O 10 -M 1,8 --against ../old/target/release/chantest --budget 60s
                                            this build against another, interleaved
   chantest --calibrate --runs 40,20 --budget 45s
@@ -55,6 +57,11 @@ Examples:
   chantest --via shm,pipe -S 8k -N 20000   8 KiB messages between two processes (seed 000)
   chantest --via chan,unix -S 1M -N 500    1 MiB messages, every byte written and read
   chantest --via signal -N 100000          signal ping-pong: ns and cycles per signal
+  chantest -O 10 -M 8 --via chan,kanal --ref kanal --lock adaptive
+                                           our channel beside kanal's, ratios to kanal
+  chantest --via task,kanal-async,tokio -O 1,10 -M 1,8 --format markdown --per-process
+                                           tasks, ours beside the async peers, each run in a
+                                           fresh process, as markdown (benches/grid.sh)
   chantest soak --for 10m                  every channel operation under hostile conditions,
                                            checked (see chantest soak --help)
 
@@ -68,9 +75,14 @@ socket pair, one thread reads; -O does not apply (the kernel's buffer is the buf
 take turns through a mutex when writes could interleave (unix with M > 1, pipe with M > 1 and
 S > 4096). shm: M threads of a second chantest process copy messages into a ring of O slots in
 shared memory (O=0 runs with one slot), futex waits. signal: N round trips of a signal between
-two processes, figures per signal one way; needs -M 1 and -S 8. Ratios are to chan with
---ref's backend, or to the first transport listed when chan is not (task and task-mt with
---ref's backend).
+two processes, figures per signal one way; needs -M 1 and -S 8. The peers (cargo feature
+peers, on by default) are other crates' channels through the same runner and check: kanal,
+crossbeam, flume and std (sync_channel) as chan runs ours, with threads; kanal-async,
+flume-async, async-channel and tokio (mpsc) as task does, and kanal-async-mt, flume-async-mt,
+async-channel-mt and tokio-mt as task-mt; -S 8 only; async-channel and tokio have no
+rendezvous channel, so O=0 runs them with one buffer. Ratios are to chan with --ref's backend,
+to the transport --ref names (--ref kanal), or to the first transport listed when chan is not
+(task and task-mt with --ref's backend).
 
 Verdicts (--baseline, --compare, --against): per cell, new/old ns per message is estimated
 with an interval (Hodges-Lehmann / Mann-Whitney on logarithms) at 95% for all cells together
@@ -132,16 +144,18 @@ pub(crate) struct Args {
     #[arg(long, value_name = "LOCKS", value_parser = lock_list, conflicts_with = "compare")]
     pub lock: Option<LockList>,
 
-    /// Backend the others are divided by [default: the first of --lock]
-    #[arg(long = "ref", value_name = "LOCK", value_parser = backend, conflicts_with = "compare")]
-    pub reference: Option<Backend>,
+    /// Backend the others are divided by, or a transport of --via that takes no lock, e.g.
+    /// kanal [default: the first of --lock]
+    #[arg(long = "ref", value_name = "LOCK|VIA", value_parser = reference, conflicts_with = "compare")]
+    pub reference: Option<Reference>,
 
     /// One lock for all channels, as Plan 9 had, instead of one per channel
     #[arg(long)]
     pub global_lock: bool,
 
-    /// Transports side by side: chan, task, task-mt, pipe, unix, signal, shm, e.g.
-    /// chan,task,task-mt or chan,pipe,unix [default: chan]
+    /// Transports side by side: chan, task, task-mt, pipe, unix, signal, shm, or a peer
+    /// (kanal, crossbeam, flume, std; kanal-async, flume-async, async-channel, tokio, each
+    /// also -mt), e.g. chan,task,task-mt or chan,kanal,crossbeam [default: chan]
     #[arg(long, value_name = "VIAS", value_parser = via_list)]
     pub via: Option<ViaList>,
 
@@ -169,7 +183,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "compare")]
     pub baseline: Option<PathBuf>,
 
-    /// Run backends A and B in alternation and flag B if slower than A (exit 1)
+    /// Run backends A and B in alternation and flag B if slower than A (exit 1); A may be a
+    /// transport that takes no lock, e.g. kanal,adaptive: is adaptive over chan slower?
     #[arg(long, value_name = "A,B", value_parser = lock_pair)]
     pub compare: Option<LockPair>,
 
@@ -215,6 +230,11 @@ pub(crate) struct Args {
     #[arg(long)]
     pub pin: bool,
 
+    /// Run each repetition of each cell in a fresh chantest process, lanes rotated, as
+    /// --against runs each side: no lane shares a process with another
+    #[arg(long, conflicts_with_all = ["against", "calibrate", "plain", "inject_fault"])]
+    pub per_process: bool,
+
     /// For testing the check: make sender 0 send one value twice (exit 3)
     #[arg(long, hide = true)]
     pub inject_fault: bool,
@@ -232,9 +252,18 @@ pub(crate) struct ViaList(pub Vec<Via>);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RunCounts(pub usize, pub usize);
 
-/// A `--compare` pair.
+/// `--ref`: a lock backend, or a transport that takes none (a peer, say).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct LockPair(pub Backend, pub Backend);
+pub(crate) enum Reference {
+    /// A backend of `--lock`.
+    Lock(Backend),
+    /// A transport of `--via`.
+    Via(Via),
+}
+
+/// A `--compare` pair: A a backend or a transport that takes none, B a backend.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LockPair(pub Reference, pub Backend);
 
 fn nbuf(s: &str) -> Result<Grid, String> {
     Grid::parse(s, Bounds::NBUF)
@@ -267,9 +296,19 @@ fn lock_list(s: &str) -> Result<LockList, String> {
     Ok(LockList(list))
 }
 
+fn reference(s: &str) -> Result<Reference, String> {
+    match s.parse::<Via>() {
+        Ok(v) if !v.takes_lock() => Ok(Reference::Via(v)),
+        _ => backend(s).map(Reference::Lock),
+    }
+}
+
 fn lock_pair(s: &str) -> Result<LockPair, String> {
+    if let Some((Ok(Reference::Via(a)), b)) = s.split_once(',').map(|(a, b)| (reference(a), b)) {
+        return backend(b).map(|b| LockPair(Reference::Via(a), b));
+    }
     match Backend::parse_list(s).map_err(|e| e.to_string())?[..] {
-        [a, b] => Ok(LockPair(a, b)),
+        [a, b] => Ok(LockPair(Reference::Lock(a), b)),
         _ => Err("wants two backends, A,B".into()),
     }
 }
@@ -381,6 +420,8 @@ pub(crate) struct Setup {
     pub format: Format,
     /// Print bare totals instead.
     pub plain: bool,
+    /// `--per-process`.
+    pub per_process: bool,
     /// Regression threshold.
     pub threshold: f64,
     /// Where `--save` goes, already open.
@@ -452,7 +493,10 @@ impl Args {
         let from_file = baseline.as_ref().map(|b| &b.params);
 
         let (backends, reference) = if let Some(LockPair(a, b)) = self.compare {
-            (vec![a, b], 0)
+            match a {
+                Reference::Lock(a) => (vec![a, b], 0),
+                Reference::Via(_) => (vec![b], 0),
+            }
         } else {
             let backends = match (self.lock, from_file) {
                 (Some(LockList(l)), _) => l,
@@ -467,7 +511,8 @@ impl Args {
                 (None, None) => Backend::ALL.to_vec(),
             };
             let reference = match (self.reference, from_file) {
-                (Some(r), _) => find(&backends, &r)?,
+                (Some(Reference::Lock(r)), _) => find(&backends, &r)?,
+                (Some(Reference::Via(_)), _) => 0,
                 (None, Some(p)) => backends
                     .iter()
                     .position(|b| b.to_string() == p.reference)
@@ -487,7 +532,10 @@ impl Args {
         let vias = match (self.via, &baseline) {
             (Some(ViaList(v)), _) => v,
             (None, Some(b)) => b.vias().map_err(|e| usage!("baseline: {e}"))?,
-            (None, None) => vec![Via::Chan],
+            (None, None) => match self.compare {
+                Some(LockPair(Reference::Via(a), _)) => vec![Via::Chan, a],
+                _ => vec![Via::Chan],
+            },
         };
         let size = self
             .size
@@ -514,6 +562,11 @@ impl Args {
             global_lock: self.global_lock || from_file.is_some_and(|p| p.global_lock),
             pin: self.pin || from_file.is_some_and(|p| p.pin),
             fault: self.inject_fault,
+            reference_via: match (self.reference.or(self.compare.map(|c| c.0)), from_file) {
+                (Some(Reference::Via(v)), _) => Some(v),
+                (None, Some(p)) => p.reference.parse().ok().filter(|v: &Via| !v.takes_lock()),
+                _ => None,
+            },
         };
         check_transports(&plan, self.compare.is_some())?;
         if self.budget.is_some() && self.against.is_none() && !self.calibrate {
@@ -556,6 +609,7 @@ impl Args {
             mode,
             format: self.format,
             plain: self.plain,
+            per_process: self.per_process,
             threshold: self.threshold,
             // Opened after the baseline was read: `--save` may name the same file.
             save: self.save.map(|p| Output::open(p, "--save")).transpose()?,
@@ -606,9 +660,23 @@ fn check_transports(plan: &Plan, compare: bool) -> Result<(), Error> {
             shm::check_ring(o, plan.size as u64).map_err(Error::Usage)?;
         }
     }
+    if let Some(v) = plan.reference_via.filter(|&v| !has(v)) {
+        return Err(usage!(
+            "{v} (--ref, or --compare's A) is not among the transports of --via"
+        ));
+    }
+    if let Some(v) = plan.vias.iter().find(|v| matches!(v, Via::Peer(_))) {
+        if plan.size != record::TAG {
+            return Err(usage!(
+                "--via {v} carries 8-byte values: it takes -S 8, not -S {}",
+                plan.size
+            ));
+        }
+    }
     if compare && !has(Via::Chan) {
         return Err(usage!(
-            "--compare compares lock backends over chan: --via must include chan"
+            "--compare compares lock backends over chan (or one with a transport): --via must \
+             include chan"
         ));
     }
     Ok(())

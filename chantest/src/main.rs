@@ -9,7 +9,8 @@
 //!   clocks in [`measure`], optionally pinned by [`affinity`], watched by [`progress`]; it
 //!   turns what it measured into [`records`]. [`against`] runs the same cells as one process
 //!   per repetition of this build and of another, interleaved, and [`calibrate`] repeats that
-//!   to measure false alarms and detection;
+//!   to measure false alarms and detection; [`isolate`] runs a sweep that way, one process
+//!   per repetition of each cell (`--per-process`);
 //! * [`records`] is the data model: what `--save` writes, `--baseline` reads and another
 //!   build's `--format json` prints to `--against` (described by [`machine`]);
 //! * [`verdict`] judges new against old; [`report`] and [`plot`] print records, never touching
@@ -25,6 +26,7 @@ mod calibrate;
 mod cli;
 mod error;
 mod grid;
+mod isolate;
 mod machine;
 mod measure;
 mod plan;
@@ -72,7 +74,11 @@ fn run() -> Result<ExitCode, Error> {
             against::compare(&setup.plan, &new, &old, setup.threshold, *budget)?.results
         }
         mode => {
-            let measured = run::sweep(&setup.plan)?;
+            let measured = if setup.per_process {
+                isolate::sweep(&setup.plan)?
+            } else {
+                run::sweep(&setup.plan)?
+            };
             let mut results = run::records(&setup.plan, measured, machine::Machine::describe());
             match mode {
                 Mode::Baseline(old) => results.against_baseline(old, setup.threshold),

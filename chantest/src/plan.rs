@@ -39,6 +39,9 @@ pub(crate) struct Plan {
     pub pin: bool,
     /// Make sender 0 send a duplicate (to test the check).
     pub fault: bool,
+    /// The transport ratios are taken against when it takes no lock (`--ref kanal`);
+    /// otherwise `reference` names the backend.
+    pub reference_via: Option<Via>,
 }
 
 impl Plan {

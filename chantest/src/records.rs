@@ -430,7 +430,9 @@ impl Results {
             .iter()
             .filter_map(|v| v.parse().ok())
             .collect();
-        Via::reference(&vias).name().to_string()
+        Via::reference(&vias, &self.params.reference)
+            .name()
+            .to_string()
     }
 
     /// The cell with this key, if any.
@@ -642,6 +644,7 @@ mod tests {
             global_lock: false,
             pin: false,
             fault: false,
+            reference_via: None,
         }
     }
 

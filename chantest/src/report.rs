@@ -1,10 +1,10 @@
-//! Printing results: an aligned table for people, CSV and JSON for programs, and Plan 9's
-//! bare nanoseconds.
+//! Printing results: an aligned table for people, a markdown table for documents (the README's
+//! result tables), CSV and JSON for programs, and Plan 9's bare nanoseconds.
 
 use crate::records::Results;
 use crate::records::Verdict;
 use crate::verdict::CONFIDENCE;
-use crate::via::Via;
+use crate::via::{PeerChan, Via};
 use clap::ValueEnum;
 use std::fmt::Write;
 
@@ -17,6 +17,9 @@ pub(crate) enum Format {
     Csv,
     /// The same document `--save` writes, raw samples included.
     Json,
+    /// A markdown table for documents: one row per O × M, one column per lane, each cell the
+    /// median ns per message and its ratio to the reference.
+    Markdown,
 }
 
 /// The CSV columns, always present in this order.
@@ -62,6 +65,7 @@ pub(crate) fn render(r: &Results, format: Format, threshold: f64) -> String {
         Format::Table => table(r, threshold),
         Format::Csv => csv(r),
         Format::Json => json(r),
+        Format::Markdown => markdown(r, threshold),
     }
 }
 
@@ -146,12 +150,11 @@ fn quote(s: &str) -> String {
     }
 }
 
-fn table(r: &Results, threshold: f64) -> String {
+/// What a sweep ran, in one line: N, R, the lock setting, pinning, S, the reference.
+fn heading(r: &Results) -> String {
     let p = &r.params;
-    let vias = r.has_transports();
-    let bandwidth = p.size > crate::via::record::TAG as u64;
-    let mut out = format!(
-        "# N={} values per sender, R={} after {} warm-up{}{}{}, ratio to {}\n",
+    format!(
+        "N={} values per sender, R={} after {} warm-up{}{}{}, ratio to {}",
         p.per_sender,
         p.reps,
         p.warmup,
@@ -161,13 +164,20 @@ fn table(r: &Results, threshold: f64) -> String {
             (true, false) => ", per-channel locks",
         },
         if p.pin { ", pinned" } else { "" },
-        if bandwidth {
+        if p.size > crate::via::record::TAG as u64 {
             format!(", S={} bytes per message", p.size)
         } else {
             String::new()
         },
         r.reference_name(),
-    );
+    )
+}
+
+fn table(r: &Results, threshold: f64) -> String {
+    let p = &r.params;
+    let vias = r.has_transports();
+    let bandwidth = p.size > crate::via::record::TAG as u64;
+    let mut out = format!("# {}\n", heading(r));
     let tsc = crate::measure::HAVE_TSC;
     let mut head = vec!["lock"];
     if vias {
@@ -227,59 +237,135 @@ fn table(r: &Results, threshold: f64) -> String {
     out += &notes(r);
 
     if !r.changes.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n# new/old ns per message: Hodges-Lehmann ratio, Mann-Whitney interval at {:.0}% for \
-             all {} cells together (Bonferroni)\n# regressed = interval above 1 and ratio above \
-             {edge:.2}; ok = interval below {edge:.2}; else inconclusive",
-            CONFIDENCE * 100.0,
-            r.changes.len(),
-            edge = 1.0 + threshold
-        );
-        let mut rows = vec![[
-            "lock",
-            "vs",
-            "O",
-            "M",
-            "old ns/msg",
-            "new ns/msg",
-            "ratio",
-            "interval",
-            "reps",
-            "verdict",
-        ]
+        let _ = writeln!(out, "\n# {}", changes_heading(r, threshold));
+        out += &align(&change_rows(r));
+        let _ = writeln!(out, "# {}", changes_summary(r));
+    }
+    out
+}
+
+/// How the verdicts were reached, in one line.
+fn changes_heading(r: &Results, threshold: f64) -> String {
+    format!(
+        "new/old ns per message: Hodges-Lehmann ratio, Mann-Whitney interval at {:.0}% for all \
+         {} cells together (Bonferroni); regressed = interval above 1 and ratio above \
+         {edge:.2}; ok = interval below {edge:.2}; else inconclusive",
+        CONFIDENCE * 100.0,
+        r.changes.len(),
+        edge = 1.0 + threshold
+    )
+}
+
+/// The verdicts' table: a heading row, then one row per change.
+fn change_rows(r: &Results) -> Vec<Vec<String>> {
+    let mut rows = vec![[
+        "lock",
+        "vs",
+        "O",
+        "M",
+        "old ns/msg",
+        "new ns/msg",
+        "ratio",
+        "interval",
+        "reps",
+        "verdict",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect::<Vec<_>>()];
+    for ch in &r.changes {
+        rows.push(vec![
+            ch.lock.clone(),
+            ch.against.clone(),
+            ch.nbuf.to_string(),
+            ch.senders.to_string(),
+            sig(ch.old_ns_per_msg),
+            sig(ch.new_ns_per_msg),
+            format!("{:.3}", ch.ratio.estimate),
+            ch.ratio.to_string(),
+            ch.reps.to_string(),
+            match (ch.verdict, ch.more_reps) {
+                (Verdict::Inconclusive, Some(k)) => format!("inconclusive (~{k} more reps)"),
+                (v, _) => v.to_string(),
+            },
+        ]);
+    }
+    rows
+}
+
+/// "k of n cells regressed, u inconclusive".
+fn changes_summary(r: &Results) -> String {
+    let regressed = r
+        .changes
         .iter()
-        .map(|s| s.to_string())
+        .filter(|c| c.verdict == Verdict::Regressed)
+        .count();
+    let undecided = r.changes.iter().filter(|c| !c.verdict.decided()).count();
+    format!(
+        "{regressed} of {} cells regressed, {undecided} inconclusive",
+        r.changes.len()
+    )
+}
+
+/// The markdown table: the heading as a paragraph, then one row per (O, M) point and one
+/// column per lane, each cell the median wall ns per message with its ratio to the reference
+/// in brackets, and the fastest lane; the transports' footnotes and any verdicts follow.
+fn markdown(r: &Results, threshold: f64) -> String {
+    let series = r.series();
+    let lanes = series.len().max(1);
+    let mut out = format!(
+        "{}; each cell: median wall ns per message (that ratio).\n\n",
+        heading(r)
+    );
+    let mut rows = vec![["O", "M"]
+        .into_iter()
+        .map(String::from)
+        .chain(series.iter().cloned())
+        .chain(["fastest".to_string()])
         .collect::<Vec<_>>()];
-        for ch in &r.changes {
-            rows.push(vec![
-                ch.lock.clone(),
-                ch.against.clone(),
-                ch.nbuf.to_string(),
-                ch.senders.to_string(),
-                sig(ch.old_ns_per_msg),
-                sig(ch.new_ns_per_msg),
-                format!("{:.3}", ch.ratio.estimate),
-                ch.ratio.to_string(),
-                ch.reps.to_string(),
-                match (ch.verdict, ch.more_reps) {
-                    (Verdict::Inconclusive, Some(k)) => format!("inconclusive (~{k} more reps)"),
-                    (v, _) => v.to_string(),
-                },
-            ]);
-        }
-        out += &align(&rows);
-        let regressed = r
-            .changes
+    for cells in r.cells.chunks(lanes) {
+        let Some(first) = cells.first() else { continue };
+        let mut row = vec![first.nbuf.to_string(), first.senders.to_string()];
+        row.extend(cells.iter().map(|c| {
+            let s = &c.summary;
+            format!("{} ({})", sig(s.ns_per_msg.median), ratio(s.ratio_to_ref))
+        }));
+        let fastest = cells
             .iter()
-            .filter(|c| c.verdict == Verdict::Regressed)
-            .count();
-        let undecided = r.changes.iter().filter(|c| !c.verdict.decided()).count();
-        let _ = writeln!(
-            out,
-            "# {regressed} of {} cells regressed, {undecided} inconclusive",
-            r.changes.len()
-        );
+            .zip(&series)
+            .min_by(|a, b| {
+                let ns = |c: &crate::records::Cell| c.summary.ns_per_msg.median;
+                ns(a.0).total_cmp(&ns(b.0))
+            })
+            .map_or_else(String::new, |(_, name)| name.clone());
+        row.push(fastest);
+        rows.push(row);
+    }
+    let last = lanes + 2;
+    out += &pipes(&rows, |c| c >= 2 && c < last);
+    for note in notes(r).lines() {
+        let _ = writeln!(out, "\n{}", note.trim_start_matches("# "));
+    }
+    if !r.changes.is_empty() {
+        let _ = writeln!(out, "\n{}:\n", changes_heading(r, threshold));
+        out += &pipes(&change_rows(r), |c| (4..9).contains(&c));
+        let _ = writeln!(out, "\n{}.", changes_summary(r));
+    }
+    out
+}
+
+/// A markdown table of `rows` (the first is the heading), the columns that are `numeric`
+/// right-aligned.
+fn pipes(rows: &[Vec<String>], numeric: impl Fn(usize) -> bool) -> String {
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let _ = writeln!(out, "| {} |", row.join(" | ").replace('\n', " "));
+        if i == 0 {
+            let rule: Vec<&str> = (0..row.len())
+                .map(|c| if numeric(c) { "---:" } else { "---" })
+                .collect();
+            let _ = writeln!(out, "|{}|", rule.join("|"));
+        }
     }
     out
 }
@@ -313,6 +399,28 @@ fn notes(r: &Results) -> String {
     }
     if has(Via::Shm) && r.params.nbuf.contains(&0) {
         out += "# shm: O=0 runs with one slot\n";
+    }
+    let peers = |pick: fn(PeerChan) -> bool| -> Vec<&str> {
+        PeerChan::ALL
+            .into_iter()
+            .filter(|&p| pick(p) && has(Via::Peer(p)))
+            .map(PeerChan::name)
+            .collect()
+    };
+    let tasks = peers(|p| p.on_tasks());
+    if !tasks.is_empty() {
+        out += &format!(
+            "# {}: M sender tasks and one receiver task as for task (names ending -mt: as for \
+             task-mt)\n",
+            tasks.join(", ")
+        );
+    }
+    let one = peers(PeerChan::no_rendezvous);
+    if !one.is_empty() && r.params.nbuf.contains(&0) {
+        out += &format!(
+            "# {}: no rendezvous channel; O=0 runs with one buffer\n",
+            one.join(", ")
+        );
     }
     out
 }
@@ -392,6 +500,18 @@ mod tests {
         assert_eq!(quote("spin"), "spin");
         assert_eq!(quote("a,b"), "\"a,b\"");
         assert_eq!(quote("a\"b"), "\"a\"\"b\"");
+    }
+
+    #[test]
+    fn markdown_tables() {
+        let rows = vec![
+            vec!["O".to_string(), "ns".to_string(), "lane".to_string()],
+            vec!["10".to_string(), "1.5".to_string(), "kanal".to_string()],
+        ];
+        assert_eq!(
+            pipes(&rows, |c| c == 1),
+            "| O | ns | lane |\n|---|---:|---|\n| 10 | 1.5 | kanal |\n"
+        );
     }
 
     #[test]

@@ -29,6 +29,22 @@ pub(crate) struct Measured {
     pub samples: Vec<Sample>,
 }
 
+impl Measured {
+    /// The cells of the point (O, M), one per lane, each with room for `reps` samples.
+    pub(crate) fn point(
+        lanes: &[Lane],
+        (nbuf, senders): (u64, u64),
+        reps: usize,
+    ) -> impl Iterator<Item = Measured> + '_ {
+        lanes.iter().map(move |&lane| Measured {
+            lane,
+            nbuf,
+            senders,
+            samples: Vec::with_capacity(reps),
+        })
+    }
+}
+
 /// Runs the sweep; cells come back in report order: by point, then by lane.
 pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
     if plan.vias.contains(&Via::Signal) {
@@ -54,12 +70,7 @@ pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
             fault: plan.fault,
         };
         let first = cells.len();
-        cells.extend(lanes.iter().map(|&lane| Measured {
-            lane,
-            nbuf: o,
-            senders: m,
-            samples: Vec::with_capacity(plan.reps),
-        }));
+        cells.extend(Measured::point(&lanes, (o, m), plan.reps));
         for round in 0..WARMUP + plan.reps {
             for (i, &lane) in lanes.iter().enumerate() {
                 let sample = match lane {
@@ -111,7 +122,9 @@ pub(crate) fn records(plan: &Plan, measured: Vec<Measured>, machine: Machine) ->
         unix_time,
         params: Params {
             locks: (0..plan.backends.len()).map(lock).collect(),
-            reference: lock(plan.reference),
+            reference: plan
+                .reference_via
+                .map_or_else(|| lock(plan.reference), |v| v.name().to_string()),
             via: plan.vias.iter().map(|v| v.name().to_string()).collect(),
             size: plan.size as u64,
             nbuf: plan.nbuf.values().to_vec(),
@@ -156,6 +169,7 @@ mod tests {
             global_lock: false,
             pin: false,
             fault: false,
+            reference_via: None,
         };
         assert_eq!(plan.total_runs(), 4 * 2 * 3);
         let cells = sweep(&plan).unwrap();
@@ -191,6 +205,7 @@ mod tests {
             global_lock: false,
             pin: false,
             fault: false,
+            reference_via: None,
         };
         let lanes = [
             Lane::Via(Via::Pipe),

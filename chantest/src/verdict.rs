@@ -132,25 +132,36 @@ impl Results {
             .collect();
     }
 
-    /// The second backend against the first over `chan`, at each point.
+    /// The second backend against the first over `chan`, at each point; or, when the reference
+    /// is a transport that takes no lock (`--compare kanal,adaptive`), the one backend over
+    /// `chan` against that transport.
     pub(crate) fn between_backends(&mut self, threshold: f64) {
         let n = self.lanes().len().max(1);
         let chan = Via::Chan.name();
+        let reference = self.params.reference.clone();
         let family = self.cells.len() / n;
         self.changes = self
             .cells
             .chunks(n)
             .enumerate()
             .filter_map(|(point, cells)| {
-                let mut sides = cells.iter().enumerate().filter(|(_, c)| c.via == chan);
+                let mut sides = cells
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.via == chan || c.via == reference);
                 match (sides.next(), sides.next(), sides.next()) {
-                    (Some((_, a)), Some((j, b)), None) => Some(Change::new(
-                        (point * n + j, b),
-                        a,
-                        format!("{} (A)", a.lock),
-                        threshold,
-                        family,
-                    )),
+                    (Some(x), Some(y), None) => {
+                        // A is the reference transport if there is one, else the first.
+                        let ((_, a), (j, b)) = if y.1.via == reference { (y, x) } else { (x, y) };
+                        let name = if a.via == chan { &a.lock } else { &a.via };
+                        Some(Change::new(
+                            (point * n + j, b),
+                            a,
+                            format!("{name} (A)"),
+                            threshold,
+                            family,
+                        ))
+                    }
                     _ => None,
                 }
             })

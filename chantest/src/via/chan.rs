@@ -1,5 +1,5 @@
-//! `--via chan`: one run of erik quanstrom's benchmark over this project's channel: M senders each send N values down one channel with O
-//! buffers; one receiver takes all M×N.
+//! `--via chan`: one run of erik quanstrom's benchmark over this project's channel: M senders
+//! each send N values down one channel with O buffers; one receiver takes all M×N.
 //!
 //! The receiver is the calling thread. Everyone starts together behind a barrier, and the run
 //! is timed from the barrier's release to the last value's arrival. Every value is checked on
@@ -16,8 +16,10 @@
 //! What is common to every way of running the workload on our channel (building the channel
 //! with the spec's lock, the message boxes, the clocks, the sender's close guard) is here;
 //! who sends and receives is a [`Drive`]: threads here ([`Threads`]), tasks in
-//! [`super::task`].
+//! [`super::task`]. The thread runner itself, [`run_on`], takes any channel's ends
+//! ([`super::ends`]): the peers' threads run through it too.
 
+use super::ends::{AsyncRx, AsyncTx, Rx, Tx};
 use super::record;
 use super::spec::Spec;
 use crate::affinity;
@@ -116,10 +118,10 @@ fn new_chan<T, S: Strategy>(spec: &Spec<'_>, nbuf: usize, params: S::Params) -> 
 
 /// A sender's handle on the channel, which closes it if the sender stops before it has
 /// finished (a thread that unwinds, a task that panics and is dropped), so that the receiver
-/// sees the channel end instead of waiting forever for values that will never come.
+/// sees the channel end instead of waiting forever for values that will never come: our
+/// channel's [`Tx`] and [`AsyncTx`].
 pub(super) struct SenderGuard<T, S: Strategy> {
-    /// The channel.
-    pub(super) chan: Chan<T, S>,
+    chan: Chan<T, S>,
     done: bool,
 }
 
@@ -128,10 +130,12 @@ impl<T, S: Strategy> SenderGuard<T, S> {
     pub(super) fn new(chan: Chan<T, S>) -> Self {
         SenderGuard { chan, done: false }
     }
+}
 
-    /// The sender has finished: dropping the guard leaves the channel open.
-    pub(super) fn finish(mut self) {
-        self.done = true;
+impl<T, S: Strategy> Clone for SenderGuard<T, S> {
+    /// Another sender's guard, unfinished.
+    fn clone(&self) -> Self {
+        SenderGuard::new(self.chan.clone())
     }
 }
 
@@ -140,6 +144,61 @@ impl<T, S: Strategy> Drop for SenderGuard<T, S> {
         if !self.done {
             self.chan.close();
         }
+    }
+}
+
+impl<T: Send + 'static, S: Strategy> Tx<T> for SenderGuard<T, S> {
+    #[inline]
+    fn send(&self, v: T) -> bool {
+        self.chan.send(v).is_ok()
+    }
+
+    fn finish(mut self) {
+        self.done = true;
+    }
+}
+
+impl<T: Send + 'static, S: Strategy> AsyncTx<T> for SenderGuard<T, S> {
+    #[inline]
+    async fn send(&self, v: T) -> bool {
+        self.chan.send_async(v).await.is_ok()
+    }
+
+    fn finish(mut self) {
+        self.done = true;
+    }
+}
+
+/// Our channel's receiving end: closing it is hanging up, and what it still holds once
+/// closed is left over.
+impl<T: Send + 'static, S: Strategy> Rx<T> for Chan<T, S> {
+    #[inline]
+    fn recv(&mut self) -> Option<T> {
+        Chan::recv(self).ok()
+    }
+
+    fn hang_up(self) {
+        self.close();
+    }
+
+    fn leftover(self) -> Option<T> {
+        self.close();
+        Chan::recv(&self).ok()
+    }
+}
+
+impl<T: Send + 'static, S: Strategy> AsyncRx<T> for Chan<T, S> {
+    #[inline]
+    async fn recv(&mut self) -> Option<T> {
+        self.recv_async().await.ok()
+    }
+
+    fn hang_up(self) {
+        self.close();
+    }
+
+    fn leftover(self) -> Option<T> {
+        Rx::leftover(self)
     }
 }
 
@@ -230,13 +289,15 @@ impl Drive for Threads {
         make: impl Make<T>,
         mut open: impl Open<T>,
     ) -> Result<Sample, Error> {
-        run_on(c, spec, make, &mut open)
+        run_on(SenderGuard::new(c.clone()), c, spec, make, &mut open)
     }
 }
 
-/// The thread workload on `c` (see [`Drive::drive`]).
-fn run_on<T: Send + 'static, S: Strategy>(
-    c: Chan<T, S>,
+/// The workload with threads on any channel, given as its ends: M sender threads, each with a
+/// clone of `tx`, the receiver on the calling thread with `rx` (see [`Drive::drive`]).
+pub(super) fn run_on<T: Send + 'static>(
+    tx: impl Tx<T>,
+    mut rx: impl Rx<T>,
     spec: &Spec<'_>,
     make: impl Make<T>,
     open: &mut impl FnMut(T) -> Result<u64, Error>,
@@ -247,7 +308,7 @@ fn run_on<T: Send + 'static, S: Strategy>(
     let barrier = Arc::new(Barrier::new(m + 1));
     let mut senders = Vec::with_capacity(m);
     for id in 0..m {
-        let c = SenderGuard::new(c.clone());
+        let tx = tx.clone();
         let barrier = Arc::clone(&barrier);
         let cpu = spec.pin.map(|cpus| cpus.nth(id + 1));
         let fault = spec.fault;
@@ -262,11 +323,11 @@ fn run_on<T: Send + 'static, S: Strategy>(
                 barrier.wait();
                 let base = record::tag(id, 0);
                 if fault && id == 0 {
-                    send_all(&c.chan, base, faulty_seqs(id, n), &make);
+                    send_all(&tx, base, faulty_seqs(id, n), &make);
                 } else {
-                    send_all(&c.chan, base, 0..n, &make);
+                    send_all(&tx, base, 0..n, &make);
                 }
-                c.finish();
+                tx.finish();
             });
         match spawned {
             Ok(handle) => senders.push(handle),
@@ -275,6 +336,8 @@ fn run_on<T: Send + 'static, S: Strategy>(
             Err(e) => return Err(usage!("cannot start sender thread {id} of {m}: {e}")),
         }
     }
+    // Only the senders hold sending ends now.
+    tx.finish();
 
     let mut tracker = record::Tracker::new(m);
     let total = m as u64 * n;
@@ -283,13 +346,13 @@ fn run_on<T: Send + 'static, S: Strategy>(
         barrier.wait();
     });
     for received in 0..total {
-        let Ok(v) = c.recv() else {
+        let Some(v) = rx.recv() else {
             return Err(closed_early(received, total));
         };
         if let Err(e) = open(v).and_then(|tag| tracker.accept(tag)) {
             // The senders are not joined: one that the fault left blocked must not hang us.
-            // Closing releases the rest, and the caller exits.
-            c.close();
+            // Hanging up releases the rest, and the caller exits.
+            rx.hang_up();
             return Err(e);
         }
     }
@@ -301,25 +364,23 @@ fn run_on<T: Send + 'static, S: Strategy>(
         }
     }
     // Every sender has finished, so anything still in the channel is a value too many.
-    c.close();
-    if let Ok(v) = c.recv() {
+    if let Some(v) = rx.leftover() {
         return Err(one_too_many(v, open, total));
     }
     Ok(end.since(&start))
 }
 
-/// Sends `make(base | seq)` for each `seq`, until done or the channel is closed (by the
-/// receiver, which has found a fault). Generic so that the fault-injecting sequence costs the
-/// normal one nothing.
+/// Sends `make(base | seq)` for each `seq`, until done or the receiver hangs up (it has found
+/// a fault). Generic so that the fault-injecting sequence costs the normal one nothing.
 #[inline]
-fn send_all<T, S: Strategy>(
-    c: &Chan<T, S>,
+fn send_all<T>(
+    tx: &impl Tx<T>,
     base: u64,
     seqs: impl Iterator<Item = u64>,
     make: &impl Fn(u64) -> T,
 ) {
     for seq in seqs {
-        if c.send(make(base | seq)).is_err() {
+        if !tx.send(make(base | seq)) {
             return;
         }
     }

@@ -11,16 +11,23 @@
 //! | `unix` | threads | this thread | ignored | any | copied through the kernel |
 //! | `shm` | threads of a peer process | this thread | ring slots (0 runs as 1) | any | copied into the ring |
 //! | `signal` | a peer process | this thread | ignored | 1 only | 8 only |
+//! | `kanal`, `crossbeam`, `flume`, `std` | threads | this thread | channel buffers | any | 8 only |
+//! | `kanal-async`, `flume-async`, `async-channel`, `tokio` (`-mt`: multi-thread) | tasks | a task | channel buffers (0: 1 for `async-channel`, `tokio`) | any | 8 only |
 //!
 //! Every transport carries the same records ([`record`]) and the receiver checks them the
 //! same way: per-sender order, and for `-S` above 8 a checksum over every byte. What differs,
 //! and what the figures show, is the mechanism. Every transport lives here, `chan` included
-//! ([`chan`], and with tasks [`task`]); [`spec::Spec`] is the shape of one run, whatever
+//! ([`chan`], and with tasks [`task`]); the peers, other crates' channels ([`peers`], behind
+//! the `peers` feature), run through the same thread and task runners as `chan` and `task`,
+//! by way of their channels' ends ([`ends`]). [`spec::Spec`] is the shape of one run, whatever
 //! carries it.
 
 mod chan;
+mod ends;
 mod futex;
 pub(crate) mod peer;
+#[cfg(feature = "peers")]
+pub(crate) mod peers;
 pub(crate) mod record;
 mod ring;
 pub(crate) mod shm;
@@ -36,7 +43,7 @@ use spec::Spec;
 use std::ffi::OsStr;
 use std::process::ExitCode;
 
-pub(crate) use spec::Via;
+pub(crate) use spec::{PeerChan, Via};
 
 /// One run over `via`; `backend` is the lock of our channel (`chan`, `task`, `task-mt`; the
 /// other transports take none).
@@ -49,6 +56,14 @@ pub(crate) fn run(via: Via, backend: &Backend, spec: &Spec<'_>) -> Result<Sample
         Via::Unix => stream::run(stream::Kind::Unix, spec),
         Via::Signal => signal::run(spec),
         Via::Shm => shm::run(spec),
+        #[cfg(feature = "peers")]
+        Via::Peer(p) => peers::run(p, spec),
+        // Not reached: without the feature a peer's name does not parse.
+        #[cfg(not(feature = "peers"))]
+        Via::Peer(p) => Err(usage!(
+            "--via {}: built without the `peers` feature",
+            p.name()
+        )),
     }
 }
 
@@ -84,7 +99,16 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for v in Via::ALL {
-            assert_eq!(v.name().parse::<Via>(), Ok(v));
+            match v {
+                Via::Peer(_) if !cfg!(feature = "peers") => {
+                    assert!(v
+                        .name()
+                        .parse::<Via>()
+                        .unwrap_err()
+                        .contains("`peers` feature"))
+                }
+                _ => assert_eq!(v.name().parse::<Via>(), Ok(v)),
+            }
         }
         assert!(Via::parse_list("chan,tcp")
             .unwrap_err()
@@ -97,8 +121,12 @@ mod tests {
 
     #[test]
     fn reference_and_messages() {
-        assert_eq!(Via::reference(&[Via::Pipe, Via::Chan]), Via::Chan);
-        assert_eq!(Via::reference(&[Via::Shm, Via::Pipe]), Via::Shm);
+        assert_eq!(Via::reference(&[Via::Pipe, Via::Chan], "sem"), Via::Chan);
+        assert_eq!(Via::reference(&[Via::Shm, Via::Pipe], "sem"), Via::Shm);
+        let kanal = Via::Peer(PeerChan::Kanal);
+        assert_eq!(Via::reference(&[Via::Chan, kanal], "kanal"), kanal);
+        assert_eq!(Via::reference(&[Via::Chan, kanal], "adaptive"), Via::Chan);
+        assert_eq!(Via::reference(&[Via::Chan], "kanal"), Via::Chan);
         assert_eq!(Via::Signal.messages(1, 10), 20.0);
         assert_eq!(Via::Pipe.messages(3, 10), 30.0);
     }

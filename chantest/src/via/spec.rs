@@ -57,19 +57,119 @@ pub(crate) enum Via {
     Signal,
     /// A ring in memory shared with a second process.
     Shm,
+    /// Another crate's channel, run by the same workload and check as ours (see
+    /// [`super::peers`]; needs the `peers` feature).
+    Peer(PeerChan),
+}
+
+/// The peers: other crates' channels, each run as `chan` (threads) or `task` and `task-mt`
+/// (tasks) run ours. Named here, where every build can parse and print them; built and run
+/// only with the `peers` feature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum PeerChan {
+    /// `kanal::bounded`, sender threads.
+    Kanal,
+    /// `crossbeam_channel::bounded`, sender threads.
+    Crossbeam,
+    /// `flume::bounded`, sender threads.
+    Flume,
+    /// `std::sync::mpsc::sync_channel`, sender threads.
+    Std,
+    /// `kanal::bounded_async`, tasks on the current-thread runtime.
+    KanalAsync,
+    /// `kanal::bounded_async`, tasks on the multi-thread runtime.
+    KanalAsyncMt,
+    /// `flume::bounded` with `send_async` and `recv_async`, current-thread runtime.
+    FlumeAsync,
+    /// `flume::bounded` with `send_async` and `recv_async`, multi-thread runtime.
+    FlumeAsyncMt,
+    /// `async_channel::bounded`, current-thread runtime.
+    AsyncChannel,
+    /// `async_channel::bounded`, multi-thread runtime.
+    AsyncChannelMt,
+    /// `tokio::sync::mpsc::channel`, current-thread runtime.
+    Tokio,
+    /// `tokio::sync::mpsc::channel`, multi-thread runtime.
+    TokioMt,
+}
+
+impl PeerChan {
+    /// Every peer, in the order `--help` lists them.
+    pub(crate) const ALL: [PeerChan; 12] = [
+        PeerChan::Kanal,
+        PeerChan::Crossbeam,
+        PeerChan::Flume,
+        PeerChan::Std,
+        PeerChan::KanalAsync,
+        PeerChan::KanalAsyncMt,
+        PeerChan::FlumeAsync,
+        PeerChan::FlumeAsyncMt,
+        PeerChan::AsyncChannel,
+        PeerChan::AsyncChannelMt,
+        PeerChan::Tokio,
+        PeerChan::TokioMt,
+    ];
+
+    /// The name `--via` and the reports use.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            PeerChan::Kanal => "kanal",
+            PeerChan::Crossbeam => "crossbeam",
+            PeerChan::Flume => "flume",
+            PeerChan::Std => "std",
+            PeerChan::KanalAsync => "kanal-async",
+            PeerChan::KanalAsyncMt => "kanal-async-mt",
+            PeerChan::FlumeAsync => "flume-async",
+            PeerChan::FlumeAsyncMt => "flume-async-mt",
+            PeerChan::AsyncChannel => "async-channel",
+            PeerChan::AsyncChannelMt => "async-channel-mt",
+            PeerChan::Tokio => "tokio",
+            PeerChan::TokioMt => "tokio-mt",
+        }
+    }
+
+    /// Whether it runs with tasks (as `task` and `task-mt` do) rather than threads.
+    pub(crate) fn on_tasks(self) -> bool {
+        !matches!(
+            self,
+            PeerChan::Kanal | PeerChan::Crossbeam | PeerChan::Flume | PeerChan::Std
+        )
+    }
+
+    /// Whether it has no rendezvous channel (a capacity of 0 panics), so that `-O 0` runs it
+    /// with one buffer, as the reports say.
+    pub(crate) fn no_rendezvous(self) -> bool {
+        matches!(
+            self,
+            PeerChan::AsyncChannel | PeerChan::AsyncChannelMt | PeerChan::Tokio | PeerChan::TokioMt
+        )
+    }
 }
 
 impl Via {
-    /// Every transport, in the order `--help` lists them.
-    pub(crate) const ALL: [Via; 7] = [
-        Via::Chan,
-        Via::Task,
-        Via::TaskMt,
-        Via::Pipe,
-        Via::Unix,
-        Via::Signal,
-        Via::Shm,
-    ];
+    /// Every transport, in the order `--help` lists them, the peers last.
+    pub(crate) const ALL: [Via; 19] = {
+        let mut all = [Via::Chan; 19];
+        let ours = [
+            Via::Chan,
+            Via::Task,
+            Via::TaskMt,
+            Via::Pipe,
+            Via::Unix,
+            Via::Signal,
+            Via::Shm,
+        ];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = if i < ours.len() {
+                ours[i]
+            } else {
+                Via::Peer(PeerChan::ALL[i - ours.len()])
+            };
+            i += 1;
+        }
+        all
+    };
 
     /// The name `--via` and the reports use.
     pub(crate) fn name(self) -> &'static str {
@@ -81,6 +181,7 @@ impl Via {
             Via::Unix => "unix",
             Via::Signal => "signal",
             Via::Shm => "shm",
+            Via::Peer(p) => p.name(),
         }
     }
 
@@ -114,10 +215,16 @@ impl Via {
         senders as f64 * per_sender
     }
 
-    /// The transport that ratios are taken against: `chan` if it is in `vias`, else the
-    /// first.
-    pub(crate) fn reference(vias: &[Via]) -> Via {
-        if vias.contains(&Via::Chan) {
+    /// The transport that ratios are taken against: the one `reference` names if it is in
+    /// `vias` and takes no lock (`--ref kanal`; otherwise `reference` names a lock backend),
+    /// else `chan` if it is in `vias`, else the first.
+    pub(crate) fn reference(vias: &[Via], reference: &str) -> Via {
+        if let Some(&v) = vias
+            .iter()
+            .find(|v| !v.takes_lock() && v.name() == reference)
+        {
+            v
+        } else if vias.contains(&Via::Chan) {
             Via::Chan
         } else {
             vias.first().copied().unwrap_or(Via::Chan)
@@ -135,7 +242,13 @@ impl FromStr for Via {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Via, String> {
-        Via::ALL.into_iter().find(|v| v.name() == s).ok_or_else(|| {
+        let found = Via::ALL.into_iter().find(|v| v.name() == s);
+        if let (Some(Via::Peer(_)), false) = (found, cfg!(feature = "peers")) {
+            return Err(format!(
+                "`{s}` is a peer: this chantest was built without the `peers` feature"
+            ));
+        }
+        found.ok_or_else(|| {
             let names: Vec<&str> = Via::ALL.iter().map(|v| v.name()).collect();
             format!(
                 "unknown transport `{s}` (expected one of {})",

@@ -23,6 +23,7 @@
 use super::chan::{
     closed_early, faulty_seqs, one_too_many, run_with, Clocks, Drive, Make, Open, SenderGuard,
 };
+use super::ends::{AsyncRx, AsyncTx};
 use super::record;
 use super::spec::Spec;
 use crate::affinity::{self, Cpus};
@@ -59,24 +60,37 @@ impl Drive for Tasks {
         make: impl Make<T>,
         open: impl Open<T>,
     ) -> Result<Sample, Error> {
-        let _restore = match self.0 {
-            Flavor::CurrentThread => spec.pin.map(affinity::pin_receiver).transpose()?,
-            Flavor::MultiThread => None,
-        };
-        let rt = runtime(self.0, spec.pin)?;
-        let outcome = rt.block_on(run_tasks(c.clone(), spec, make, open));
-        // Shutting down drops any task still waiting (after a failed check, the senders the
-        // receiver left behind; closing the channel has already released them).
-        drop(rt);
-        let (sample, mut open) = outcome?;
-        // Every sender has finished, so anything still in the channel is a value too many.
-        c.close();
-        if let Ok(v) = c.recv() {
-            let total = spec.senders as u64 * spec.per_sender;
-            return Err(one_too_many(v, &mut open, total));
-        }
-        Ok(sample)
+        run_on(self.0, SenderGuard::new(c.clone()), c, spec, make, open)
     }
+}
+
+/// The workload with tasks on any channel, given as its ends: M sender tasks, each with a
+/// clone of `tx`, and a receiver task with `rx`, on a runtime of `flavor` (see
+/// [`Drive::drive`]).
+pub(super) fn run_on<T: Send + 'static>(
+    flavor: Flavor,
+    tx: impl AsyncTx<T>,
+    rx: impl AsyncRx<T>,
+    spec: &Spec<'_>,
+    make: impl Make<T>,
+    open: impl Open<T>,
+) -> Result<Sample, Error> {
+    let _restore = match flavor {
+        Flavor::CurrentThread => spec.pin.map(affinity::pin_receiver).transpose()?,
+        Flavor::MultiThread => None,
+    };
+    let rt = runtime(flavor, spec.pin)?;
+    let outcome = rt.block_on(run_tasks(tx, rx, spec, make, open));
+    // Shutting down drops any task still waiting (after a failed check, the senders the
+    // receiver left behind; hanging up has already released them).
+    drop(rt);
+    let (sample, rx, mut open) = outcome?;
+    // Every sender has finished, so anything still in the channel is a value too many.
+    if let Some(v) = rx.leftover() {
+        let total = spec.senders as u64 * spec.per_sender;
+        return Err(one_too_many(v, &mut open, total));
+    }
+    Ok(sample)
 }
 
 /// A runtime of `flavor`, its workers pinned round-robin over `pin` if given.
@@ -98,22 +112,23 @@ fn runtime(flavor: Flavor, pin: Option<&Cpus>) -> Result<Runtime, Error> {
     built.map_err(|e| usage!("cannot start a tokio runtime: {e}"))
 }
 
-/// The workload on `c`, inside the runtime: spawns the senders and the receiver, opens the
-/// gate once all are ready, and returns the run's sample and `open` (to look at a value too
-/// many).
-async fn run_tasks<T: Send + 'static, S: Strategy, G: Open<T>>(
-    c: Chan<T, S>,
+/// The workload inside the runtime: spawns the senders and the receiver, opens the gate once
+/// all are ready, and returns the run's sample, the receiver's end and `open` (to look for a
+/// value too many).
+async fn run_tasks<T: Send + 'static, R: AsyncRx<T>, G: Open<T>>(
+    tx: impl AsyncTx<T>,
+    mut rx: R,
     spec: &Spec<'_>,
     make: impl Make<T>,
     mut open: G,
-) -> Result<(Sample, G), Error> {
+) -> Result<(Sample, R, G), Error> {
     let (m, n, fault) = (spec.senders, spec.per_sender, spec.fault);
     let total = m as u64 * n;
     // Room for every task's "ready", so that saying it never waits.
     let (ready, gate) = (Chan::<()>::new(m + 1), Chan::<()>::new(0));
     let senders: Vec<_> = (0..m)
         .map(|id| {
-            let (c, make) = (SenderGuard::new(c.clone()), make.clone());
+            let (tx, make) = (tx.clone(), make.clone());
             let (ready, gate) = (ready.clone(), gate.clone());
             tokio::spawn(async move {
                 let _ = ready.send_async(()).await;
@@ -121,31 +136,33 @@ async fn run_tasks<T: Send + 'static, S: Strategy, G: Open<T>>(
                 let _ = gate.recv_async().await;
                 let base = record::tag(id, 0);
                 if fault && id == 0 {
-                    send_all(&c.chan, base, faulty_seqs(id, n), make).await;
+                    send_all(&tx, base, faulty_seqs(id, n), make).await;
                 } else {
-                    send_all(&c.chan, base, 0..n, make).await;
+                    send_all(&tx, base, 0..n, make).await;
                 }
-                c.finish();
+                tx.finish();
             })
         })
         .collect();
+    // Only the sender tasks hold sending ends now.
+    tx.finish();
     let receiver = {
-        let (c, ready, gate) = (c.clone(), ready.clone(), gate.clone());
+        let (ready, gate) = (ready.clone(), gate.clone());
         tokio::spawn(async move {
             let _ = ready.send_async(()).await;
             let _ = gate.recv_async().await;
             let mut tracker = record::Tracker::new(m);
             for received in 0..total {
-                let Ok(v) = c.recv_async().await else {
+                let Some(v) = rx.recv().await else {
                     return Err(closed_early(received, total));
                 };
                 if let Err(e) = open(v).and_then(|tag| tracker.accept(tag)) {
-                    // Closing releases the senders still sending; they are not awaited.
-                    c.close();
+                    // Hanging up releases the senders still sending; they are not awaited.
+                    rx.hang_up();
                     return Err(e);
                 }
             }
-            Ok((Clocks::end(), open))
+            Ok((Clocks::end(), rx, open))
         })
     };
     for _ in 0..=m {
@@ -156,32 +173,30 @@ async fn run_tasks<T: Send + 'static, S: Strategy, G: Open<T>>(
     // run, even finish, before `close` returns.
     let start = Clocks::start();
     gate.close();
-    let (end, open) = match receiver.await {
+    let (end, rx, open) = match receiver.await {
         Ok(Ok(done)) => done,
         Ok(Err(e)) => return Err(e),
-        Err(_) => {
-            c.close();
-            return Err(Error::Violation("the receiver task panicked".into()));
-        }
+        // Shutting the runtime down drops the senders still waiting.
+        Err(_) => return Err(Error::Violation("the receiver task panicked".into())),
     };
     for (id, sender) in senders.into_iter().enumerate() {
         if sender.await.is_err() {
             return Err(Error::Violation(format!("sender {id} panicked")));
         }
     }
-    Ok((end.since(&start), open))
+    Ok((end.since(&start), rx, open))
 }
 
-/// Sends `make(base | seq)` for each `seq`, until done or the channel is closed (by the
-/// receiver, which has found a fault).
-async fn send_all<T, S: Strategy>(
-    c: &Chan<T, S>,
+/// Sends `make(base | seq)` for each `seq`, until done or the receiver hangs up (it has found
+/// a fault).
+async fn send_all<T>(
+    tx: &impl AsyncTx<T>,
     base: u64,
     seqs: impl Iterator<Item = u64>,
     make: impl Fn(u64) -> T,
 ) {
     for seq in seqs {
-        if c.send_async(make(base | seq)).await.is_err() {
+        if !tx.send(make(base | seq)).await {
             return;
         }
     }
