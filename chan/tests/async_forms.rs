@@ -47,6 +47,7 @@ fn futures_are_fused() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore)] // tokio's multi-thread runtime: slow under Miri, and not what it checks
 fn owned_futures_spawn() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
