@@ -17,6 +17,7 @@
 //! With `--budget`, repetitions continue (for the undecided cells only) until every cell is
 //! decided or the budget is spent.
 
+use crate::child;
 use crate::error::{usage, Error};
 use crate::machine::Machine;
 use crate::measure::Sample;
@@ -26,7 +27,7 @@ use crate::records::{Results, FORMAT, VERSION};
 use crate::run::Measured;
 use crate::via::{record, Via};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Measured rounds in each process; the median is the repetition's sample. One round would
@@ -38,6 +39,25 @@ pub(crate) const ROUNDS: usize = 3;
 /// Most repetitions a side per cell, budget or not: beyond this the interval narrows too
 /// slowly to matter, and a stuck comparison should end.
 pub(crate) const MAX_REPS: usize = 400;
+
+/// The least time a process is given to answer before it is taken for hung and killed
+/// (without `--budget`; with it, the budget bounds this).
+pub(crate) const ANSWER_FLOOR: Duration = Duration::from_secs(60);
+
+/// How long a process may take to answer: the budget when given, and never more than
+/// [`ANSWER_FLOOR`] or ten times the slowest answer so far, whichever is longer (before the
+/// first answer, the floor plus 10 µs per message the process will pass, warm-up included).
+pub(crate) fn answer_limit(
+    budget: Option<Duration>,
+    slowest: Option<Duration>,
+    messages: f64,
+) -> Duration {
+    let expected = match slowest {
+        Some(s) => ANSWER_FLOOR.max(s * 10),
+        None => ANSWER_FLOOR + Duration::from_secs_f64(messages * 10e-6),
+    };
+    budget.map_or(expected, |b| b.min(expected))
+}
 
 /// One side of a comparison: a chantest binary, and optionally an injected lock hold.
 #[derive(Clone, Debug)]
@@ -98,6 +118,7 @@ pub(crate) fn compare(
         Verdict::judge(&iv, threshold).decided()
     };
     let out_of_time = || budget.is_none_or(|b| start.elapsed() >= b);
+    let mut slowest: Option<Duration> = None;
     let mut round = 0;
     loop {
         let todo: Vec<usize> = (0..family)
@@ -117,7 +138,11 @@ pub(crate) fn compare(
                 [(1, old), (0, new)]
             };
             for (k, side) in sides {
-                let sample = run_one(plan, cells[i], side)?;
+                let per_process = msgs(&cells[i]) * (1 + ROUNDS) as f64;
+                let limit = answer_limit(budget, slowest, per_process);
+                let t = Instant::now();
+                let sample = run_one(plan, cells[i], side, limit)?;
+                slowest = slowest.max(Some(t.elapsed()));
                 samples[i][k].push(sample);
             }
         }
@@ -184,15 +209,24 @@ fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String>
 }
 
 /// One process of `side`: one repetition of one cell; the median of its measured rounds.
-fn run_one(plan: &Plan, cell: (u64, u64, Lane), side: &Side) -> Result<Sample, Error> {
+fn run_one(
+    plan: &Plan,
+    cell: (u64, u64, Lane),
+    side: &Side,
+    limit: Duration,
+) -> Result<Sample, Error> {
     let args = args(plan, cell, side);
     let exe = side.exe.display();
     let shown = || format!("{exe} {}", args.join(" "));
-    let out = Command::new(&side.exe)
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| usage!("--against: cannot run {exe}: {e}"))?;
+    let out = child::output_within(Command::new(&side.exe).args(&args), limit)
+        .map_err(|e| usage!("--against: cannot run {exe}: {e}"))?
+        .ok_or_else(|| {
+            usage!(
+                "--against: {exe} did not answer within {} (killed it): `{}`",
+                child::secs(limit),
+                args.join(" ")
+            )
+        })?;
     let err = String::from_utf8_lossy(&out.stderr);
     let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     match out.status.code() {
@@ -258,6 +292,18 @@ fn speaks(text: &str) -> Result<Results, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answer_limits() {
+        let s = Duration::from_secs;
+        // Before any answer: the floor plus 10 us a message.
+        assert_eq!(answer_limit(None, None, 1e6), s(70));
+        // After: ten times the slowest, at least the floor; never more than the budget.
+        assert_eq!(answer_limit(None, Some(s(1)), 1e6), ANSWER_FLOOR);
+        assert_eq!(answer_limit(None, Some(s(30)), 1e6), s(300));
+        assert_eq!(answer_limit(Some(s(2)), None, 1e6), s(2));
+        assert_eq!(answer_limit(Some(s(600)), Some(s(30)), 1e6), s(300));
+    }
 
     #[test]
     fn refuses_what_is_not_a_results_document() {

@@ -22,6 +22,7 @@
 mod affinity;
 mod against;
 mod calibrate;
+mod child;
 mod cli;
 mod error;
 mod grid;

@@ -453,6 +453,32 @@ fn against_refuses_what_is_not_chantest() {
 }
 
 #[test]
+fn against_a_binary_that_never_answers_is_killed() {
+    let dir = scratch("against-sleeps");
+    // A child of the script holds the pipes open: killing the script alone would not do.
+    let sleeper = script(&dir, "sleeper", "sleep 1000; echo late");
+    let t = std::time::Instant::now();
+    let o = run(
+        &format!("-N 300 -R 2 --lock adaptive --against {sleeper} --budget 2s"),
+        2,
+    );
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(&format!(
+            "chantest: --against: {sleeper} did not answer within 2s"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(stdout(&o).is_empty());
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
 fn budget_adds_repetitions_until_decided_or_spent() {
     // A/A with no threshold can hardly ever be decided (ok would need the interval wholly
     // below 1), so repetitions go on until the two-second budget is spent.
