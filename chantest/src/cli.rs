@@ -182,8 +182,8 @@ pub(crate) struct Args {
     )]
     pub against: Option<PathBuf>,
 
-    /// With --against or --calibrate: keep adding repetitions to undecided cells until every
-    /// cell is decided or this much time is spent, e.g. 60s, 2m
+    /// With --against, --baseline, --compare or --calibrate: keep adding repetitions to
+    /// undecided cells until every cell is decided or this much time is spent, e.g. 60s, 2m
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub budget: Option<std::time::Duration>,
 
@@ -383,6 +383,8 @@ pub(crate) struct Setup {
     pub plain: bool,
     /// Regression threshold.
     pub threshold: f64,
+    /// `--budget`, for `--baseline` and `--compare` (the other modes carry their own).
+    pub budget: Option<std::time::Duration>,
     /// Where `--save` goes, already open.
     pub save: Option<Output>,
     /// Where `--plot` goes, already open.
@@ -516,8 +518,12 @@ impl Args {
             fault: self.inject_fault,
         };
         check_transports(&plan, self.compare.is_some())?;
-        if self.budget.is_some() && self.against.is_none() && !self.calibrate {
-            return Err(usage!("--budget goes with --against or --calibrate"));
+        let verdicts = self.against.is_some() || baseline.is_some() || self.compare.is_some();
+        if self.budget.is_some() && !verdicts && !self.calibrate {
+            return Err(usage!(
+                "--budget goes with --against, --baseline, --compare or --calibrate: it buys \
+                 repetitions for undecided verdicts"
+            ));
         }
         if !self.calibrate && (self.hold_ns != DEFAULT_HOLD_NS || self.runs != RunCounts(10, 10)) {
             return Err(usage!("--hold-ns and --runs go with --calibrate"));
@@ -557,6 +563,7 @@ impl Args {
             format: self.format,
             plain: self.plain,
             threshold: self.threshold,
+            budget: self.budget,
             // Opened after the baseline was read: `--save` may name the same file.
             save: self.save.map(|p| Output::open(p, "--save")).transpose()?,
             plot: self.plot.map(|p| Output::open(p, "--plot")).transpose()?,

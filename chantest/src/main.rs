@@ -33,6 +33,7 @@ mod plot;
 mod progress;
 mod records;
 mod report;
+mod rerun;
 mod run;
 mod soak;
 mod verdict;
@@ -72,15 +73,15 @@ fn run() -> Result<ExitCode, Error> {
             let (new, old) = (against::Side::this()?, against::Side::other(old));
             against::compare(&setup.plan, &new, &old, setup.threshold, *budget)?.results
         }
-        mode => {
+        Mode::Baseline(old) => rerun::sweep(&setup.plan, setup.budget, rerun::Side::Cell, |r| {
+            r.against_baseline(old, setup.threshold)
+        })?,
+        Mode::Compare => rerun::sweep(&setup.plan, setup.budget, rerun::Side::Point, |r| {
+            r.between_backends(setup.threshold)
+        })?,
+        Mode::Sweep => {
             let measured = run::sweep(&setup.plan)?;
-            let mut results = run::records(&setup.plan, measured, machine::Machine::describe());
-            match mode {
-                Mode::Baseline(old) => results.against_baseline(old, setup.threshold),
-                Mode::Compare => results.between_backends(setup.threshold),
-                _ => {}
-            }
-            results
+            run::records(&setup.plan, measured, machine::Machine::describe())
         }
     };
 

@@ -234,6 +234,13 @@ pub(crate) struct Change {
     /// Repetitions a side behind the verdict (the fewer of the two sides).
     #[serde(default)]
     pub reps: usize,
+    /// Repetitions of the new side (more than the old side's when `--budget` re-ran only the
+    /// new side against a saved baseline).
+    #[serde(default)]
+    pub new_reps: usize,
+    /// Repetitions of the old side.
+    #[serde(default)]
+    pub old_reps: usize,
     /// For an inconclusive verdict: about how many more repetitions a side would likely
     /// decide it (see [`crate::verdict::more_reps`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -241,6 +248,17 @@ pub(crate) struct Change {
     /// Index of the new cell in [`Results::cells`].
     #[serde(skip)]
     pub cell: usize,
+}
+
+impl Change {
+    /// The `reps` column: one count when both sides had as many, else `new/old`.
+    pub(crate) fn reps_shown(&self) -> String {
+        if self.new_reps == self.old_reps || self.new_reps == 0 || self.old_reps == 0 {
+            self.reps.to_string()
+        } else {
+            format!("{}/{}", self.new_reps, self.old_reps)
+        }
+    }
 }
 
 impl Results {

@@ -261,7 +261,7 @@ fn table(r: &Results, threshold: f64) -> String {
                 sig(ch.new_ns_per_msg),
                 format!("{:.3}", ch.ratio.estimate),
                 ch.ratio.to_string(),
-                ch.reps.to_string(),
+                ch.reps_shown(),
                 match (ch.verdict, ch.more_reps) {
                     (Verdict::Inconclusive, Some(k)) => format!("inconclusive (~{k} more reps)"),
                     (v, _) => v.to_string(),
@@ -280,6 +280,9 @@ fn table(r: &Results, threshold: f64) -> String {
             "# {regressed} of {} cells regressed, {undecided} inconclusive",
             r.changes.len()
         );
+        if r.changes.iter().any(|c| c.reps_shown().contains('/')) {
+            out += "# reps new/old: --budget added repetitions to this run's side only\n";
+        }
     }
     out
 }

@@ -179,6 +179,8 @@ impl Change {
             new_ns_per_msg: new.summary.ns_per_msg.median,
             verdict,
             reps,
+            new_reps: new.samples.len(),
+            old_reps: old.samples.len(),
             more_reps: (!verdict.decided())
                 .then(|| more_reps(&ratio, reps, threshold, family))
                 .flatten(),
