@@ -85,6 +85,35 @@ impl Side {
     }
 }
 
+/// This build's `--version` line: the package version and the build's commit (or, outside a
+/// git checkout, when it was built), so that two builds in one comparison can be told apart.
+pub(crate) fn version_line() -> String {
+    format!("chantest {}", crate::cli::VERSION)
+}
+
+/// The other build, named briefly for the `vs` column: the checkout a
+/// `…/CHECKOUT/target/{release,debug}/chantest` was built in, else the file's name (the full
+/// path is in the report's heading and in JSON's `against_exe`).
+pub(crate) fn brief(exe: &Path) -> String {
+    let parts: Vec<String> = exe
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    match &parts[..] {
+        [.., checkout, t, profile, _]
+            if t == "target" && !checkout.is_empty() && checkout != "." && checkout != ".." =>
+        {
+            if profile == "release" {
+                checkout.clone()
+            } else {
+                format!("{checkout} ({profile})")
+            }
+        }
+        [.., file] if !file.is_empty() => file.clone(),
+        _ => exe.display().to_string(),
+    }
+}
+
 /// A finished comparison.
 pub(crate) struct Outcome {
     /// The new side's results, with the comparison in `changes`.
@@ -163,15 +192,24 @@ pub(crate) fn compare(
     let machine = Machine::describe();
     let mut results = crate::run::records(plan, measured(0), machine.clone());
     let before = crate::run::records(plan, measured(1), machine);
-    results.against(&before, &old.exe.display().to_string(), threshold);
+    results.against(&before, &brief(&old.exe), threshold);
+    for c in &mut results.changes {
+        c.against_exe = Some(old.exe.display().to_string());
+    }
     Ok(Outcome {
         results,
         wall: start.elapsed(),
     })
 }
 
-/// The flags that make `side` run one repetition of one cell.
-fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String> {
+/// The flags that make `side` run one repetition of one cell: a process of `rounds` measured
+/// rounds after its warm-up.
+pub(crate) fn args(
+    plan: &Plan,
+    (o, m, lane): (u64, u64, Lane),
+    side: &Side,
+    rounds: usize,
+) -> Vec<String> {
     let mut a: Vec<String> = [
         "-O".into(),
         o.to_string(),
@@ -180,7 +218,7 @@ fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String>
         "-N".into(),
         plan.per_sender.to_string(),
         "-R".into(),
-        ROUNDS.to_string(),
+        rounds.to_string(),
         "--format".into(),
         "json".into(),
     ]
@@ -215,7 +253,7 @@ fn run_one(
     side: &Side,
     limit: Duration,
 ) -> Result<Sample, Error> {
-    let args = args(plan, cell, side);
+    let args = args(plan, cell, side, ROUNDS);
     let exe = side.exe.display();
     let shown = || format!("{exe} {}", args.join(" "));
     let out = child::output_within(Command::new(&side.exe).args(&args), limit)
@@ -274,7 +312,7 @@ fn run_one(
 }
 
 /// The results document another chantest printed, or why it is not one.
-fn speaks(text: &str) -> Result<Results, String> {
+pub(crate) fn speaks(text: &str) -> Result<Results, String> {
     if text.trim().is_empty() {
         return Err("it printed nothing".into());
     }
@@ -292,6 +330,19 @@ fn speaks(text: &str) -> Result<Results, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_builds_are_named_briefly() {
+        for (path, want) in [
+            ("../old/target/release/chantest", "old"),
+            ("/work/wt-x/target/debug/chantest", "wt-x (debug)"),
+            ("/tmp/slow-chantest", "slow-chantest"),
+            ("chantest", "chantest"),
+            ("target/release/chantest", "chantest"),
+        ] {
+            assert_eq!(brief(Path::new(path)), want, "{path}");
+        }
+    }
 
     #[test]
     fn answer_limits() {

@@ -7,6 +7,7 @@
 use crate::calibrate::Calibration;
 use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
+use crate::instructions::{self, Counts};
 use crate::plan::Plan;
 use crate::records::Results;
 use crate::report::Format;
@@ -32,6 +33,9 @@ pub(crate) const DEFAULT_THRESHOLD: f64 = 0.10;
 /// chantest measures it, at `-O 10 -M 1,8`) that a regression check should catch; other
 /// machines answer differently, which is what `--calibrate` reports.
 pub(crate) const DEFAULT_HOLD_NS: u32 = 12;
+/// `--version`: the package version and which build this is (see `build.rs`).
+pub(crate) const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (", env!("CHANTEST_BUILD"), ")");
 /// Default `-S`: the seed's ulong.
 pub(crate) const DEFAULT_SIZE: u64 = 8;
 
@@ -97,7 +101,7 @@ duplicated, reordered or damaged, or a transport failed mid-run (e.g. its peer p
 /// switches per message, and the ratio to a reference backend. Every value is checked to
 /// arrive exactly once and in order.
 #[derive(Debug, Parser)]
-#[command(name = "chantest", version, after_help = EXAMPLES, max_term_width = 100)]
+#[command(name = "chantest", version = VERSION, after_help = EXAMPLES, max_term_width = 100)]
 pub(crate) struct Args {
     /// Channel buffers: a value, a list or a range, e.g. 0,1,10,100 or 1..4,8 [default: 10]
     #[arg(short = 'O', value_name = "NBUF", value_parser = nbuf, allow_negative_numbers = true)]
@@ -202,14 +206,20 @@ pub(crate) struct Args {
     pub runs: RunCounts,
 
     /// Smallest slowdown that counts as a regression, as a fraction (0.10 = 10%)
+    /// [default: 0.1; 0.01 with --metric instructions]
     #[arg(
         long,
         value_name = "FRACTION",
-        default_value_t = DEFAULT_THRESHOLD,
         value_parser = threshold,
         allow_negative_numbers = true
     )]
-    pub threshold: f64,
+    pub threshold: Option<f64>,
+
+    /// What to measure: wall time (waiting, switches and contention included, judged with
+    /// statistics), or instructions per message counted by valgrind's callgrind on one CPU
+    /// (deterministic, judged exactly; -N defaults to 16384, -R to 1)
+    #[arg(long, value_enum, default_value_t = Metric::Time)]
+    pub metric: Metric,
 
     /// Pin the receiver and senders to CPUs, round-robin over those this process may use
     #[arg(long)]
@@ -218,6 +228,15 @@ pub(crate) struct Args {
     /// For testing the check: make sender 0 send one value twice (exit 3)
     #[arg(long, hide = true)]
     pub inject_fault: bool,
+}
+
+/// `--metric`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Metric {
+    /// Wall time per message.
+    Time,
+    /// Instructions per message, under callgrind.
+    Instructions,
 }
 
 /// A `--lock` list (a newtype, so that clap takes it as one value, not many).
@@ -407,6 +426,11 @@ pub(crate) enum Mode {
         /// `--budget`.
         budget: Option<std::time::Duration>,
     },
+    /// Instructions per message under callgrind, judged against another build or saved counts.
+    Instructions {
+        /// What to compare with.
+        old: Option<instructions::Old>,
+    },
     /// False-alarm and detection rates.
     Calibrate {
         /// What to run.
@@ -450,8 +474,19 @@ impl Output {
 impl Args {
     /// Checks the flags against each other and the baseline, and opens the outputs.
     pub(crate) fn setup(self) -> Result<Setup, Error> {
-        let baseline = self.baseline.as_deref().map(Results::load).transpose()?;
-        let from_file = baseline.as_ref().map(|b| &b.params);
+        let counting = self.metric == Metric::Instructions;
+        if counting {
+            check_counting(&self)?;
+        }
+        let (baseline, counts) = match self.baseline.as_deref() {
+            Some(p) if counting => (None, Some(Counts::load(p)?)),
+            Some(p) => (Some(Results::load(p)?), None),
+            None => (None, None),
+        };
+        let from_file = baseline
+            .as_ref()
+            .map(|b| &b.params)
+            .or(counts.as_ref().map(|c| &c.params));
 
         let (backends, reference) = if let Some(LockPair(a, b)) = self.compare {
             (vec![a, b], 0)
@@ -479,17 +514,22 @@ impl Args {
             (backends, reference)
         };
 
-        let (file_nbuf, file_senders) = match &baseline {
-            Some(b) => b
+        let (file_nbuf, file_senders) = match from_file {
+            Some(p) => p
                 .grids()
                 .map(|(o, m)| (Some(o), Some(m)))
                 .map_err(|e| usage!("baseline: {e}"))?,
             None => (None, None),
         };
-        let vias = match (self.via, &baseline) {
+        let vias = match (self.via, from_file) {
             (Some(ViaList(v)), _) => v,
-            (None, Some(b)) => b.vias().map_err(|e| usage!("baseline: {e}"))?,
+            (None, Some(p)) => p.vias().map_err(|e| usage!("baseline: {e}"))?,
             (None, None) => vec![Via::Chan],
+        };
+        let (default_n, default_r) = if counting {
+            (instructions::DEFAULT_PER_SENDER, instructions::DEFAULT_REPS)
+        } else {
+            (DEFAULT_PER_SENDER, DEFAULT_REPS)
         };
         let size = self
             .size
@@ -508,11 +548,11 @@ impl Args {
             per_sender: self
                 .per_sender
                 .or(from_file.map(|p| p.per_sender))
-                .unwrap_or(DEFAULT_PER_SENDER),
+                .unwrap_or(default_n),
             reps: self
                 .reps
                 .or(from_file.map(|p| p.reps as u64))
-                .unwrap_or(DEFAULT_REPS) as usize,
+                .unwrap_or(default_r) as usize,
             global_lock: self.global_lock || from_file.is_some_and(|p| p.global_lock),
             pin: self.pin || from_file.is_some_and(|p| p.pin),
             fault: self.inject_fault,
@@ -534,6 +574,32 @@ impl Args {
             ));
         }
 
+        let threshold = self.threshold.unwrap_or(if counting {
+            instructions::DEFAULT_THRESHOLD
+        } else {
+            DEFAULT_THRESHOLD
+        });
+        if counting {
+            instructions::check(&plan)?;
+            let old = match (counts, self.baseline, self.against) {
+                (Some(c), Some(path), _) => {
+                    instructions::check_cells(&plan, &c, &path)?;
+                    Some(instructions::Old::File(Box::new(c), path))
+                }
+                (_, _, Some(exe)) => Some(instructions::Old::Build(exe)),
+                _ => None,
+            };
+            return Ok(Setup {
+                plan,
+                mode: Mode::Instructions { old },
+                format: self.format,
+                plain: false,
+                threshold,
+                budget: None,
+                save: self.save.map(|p| Output::open(p, "--save")).transpose()?,
+                plot: None,
+            });
+        }
         let mode = match baseline {
             Some(old) => {
                 let path = self.baseline.as_deref().unwrap_or(Path::new(""));
@@ -562,12 +628,33 @@ impl Args {
             mode,
             format: self.format,
             plain: self.plain,
-            threshold: self.threshold,
+            threshold,
             budget: self.budget,
             // Opened after the baseline was read: `--save` may name the same file.
             save: self.save.map(|p| Output::open(p, "--save")).transpose()?,
             plot: self.plot.map(|p| Output::open(p, "--plot")).transpose()?,
         })
+    }
+}
+
+/// What `--metric instructions` does not go with.
+fn check_counting(a: &Args) -> Result<(), Error> {
+    let other = [
+        (a.compare.is_some(), "--compare"),
+        (a.calibrate, "--calibrate"),
+        (a.plain, "--plain"),
+        (a.plot.is_some(), "--plot"),
+        (
+            a.budget.is_some(),
+            "--budget (counts need no repetitions to decide)",
+        ),
+        (a.pin, "--pin (every run is pinned to one CPU already)"),
+        (a.inject_fault, "--inject-fault"),
+        (a.format == Format::Csv, "--format csv (use table or json)"),
+    ];
+    match other.iter().find(|(given, _)| *given) {
+        Some((_, flag)) => Err(usage!("--metric instructions does not go with {flag}")),
+        None => Ok(()),
     }
 }
 
@@ -656,7 +743,7 @@ mod tests {
         ] {
             assert!(help.contains(&format!("[default: {default}]")), "{default}");
         }
-        assert!(help.contains(&format!("[default: {DEFAULT_THRESHOLD}]")));
+        assert!(help.contains(&format!("[default: {DEFAULT_THRESHOLD};")));
         assert!(help.contains("Examples:") && !help.contains("inject"));
     }
 

@@ -26,6 +26,7 @@ mod child;
 mod cli;
 mod error;
 mod grid;
+mod instructions;
 mod machine;
 mod measure;
 mod plan;
@@ -68,6 +69,19 @@ fn run() -> Result<ExitCode, Error> {
             let text = calibrate::run(&setup.plan, cal, setup.threshold, *budget)?;
             print(&text)?;
             return Ok(ExitCode::SUCCESS);
+        }
+        Mode::Instructions { old } => {
+            let (counts, text) =
+                instructions::run(&setup.plan, old.as_ref(), setup.threshold, setup.format)?;
+            if let Some(out) = setup.save {
+                out.write(&(serde_json::to_string_pretty(&counts).unwrap_or_default() + "\n"))?;
+            }
+            print(&text)?;
+            return Ok(match counts.status() {
+                (true, _) => ExitCode::from(error::REGRESSED),
+                (false, true) => ExitCode::from(error::INCONCLUSIVE),
+                _ => ExitCode::SUCCESS,
+            });
         }
         Mode::Against { old, budget } => {
             let (new, old) = (against::Side::this()?, against::Side::other(old));

@@ -236,6 +236,9 @@ fn table(r: &Results, threshold: f64) -> String {
             r.changes.len(),
             edge = 1.0 + threshold
         );
+        if let Some(exe) = r.changes.iter().find_map(|c| c.against_exe.as_ref()) {
+            let _ = writeln!(out, "# vs {}: {exe}", r.changes[0].against);
+        }
         let mut rows = vec![[
             "lock",
             "vs",

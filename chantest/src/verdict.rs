@@ -173,6 +173,7 @@ impl Change {
         Change {
             lock: new.lock.clone(),
             against,
+            against_exe: None,
             nbuf: new.nbuf,
             senders: new.senders,
             old_ns_per_msg: old.summary.ns_per_msg.median,

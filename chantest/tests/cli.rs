@@ -378,7 +378,19 @@ fn against_itself_runs_both_sides_interleaved() {
     for c in changes {
         assert_eq!(c["verdict"], "ok", "{c}");
         assert_eq!(c["reps"], 5, "{c}");
-        assert_eq!(c["against"], BIN);
+        assert_eq!(c["against_exe"], BIN);
+        // The vs column names the other build briefly: the checkout it was built in.
+        let checkout = Path::new(BIN)
+            .ancestors()
+            .nth(3)
+            .unwrap()
+            .file_name()
+            .unwrap();
+        assert_eq!(
+            c["against"],
+            format!("{} (debug)", checkout.to_string_lossy()),
+            "{c}"
+        );
     }
     assert_eq!(v["cells"][0]["samples"].as_array().unwrap().len(), 5);
 }
