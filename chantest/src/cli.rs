@@ -188,7 +188,12 @@ pub(crate) struct Args {
 
     /// With --against, --baseline, --compare or --calibrate: keep adding repetitions to
     /// undecided cells until every cell is decided or this much time is spent, e.g. 60s, 2m
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = duration,
+        allow_hyphen_values = true
+    )]
     pub budget: Option<std::time::Duration>,
 
     /// Measure this machine's false-alarm rate (A/A: adaptive against itself) and detection
@@ -272,11 +277,26 @@ fn reps(s: &str) -> Result<u64, String> {
 }
 
 fn backend(s: &str) -> Result<Backend, String> {
+    if s.trim() == "all" {
+        return Err("names one backend, and `all` is every backend: give one, e.g. sem".into());
+    }
     s.parse()
         .map_err(|e: locks::ParseBackendError| e.to_string())
 }
 
+/// `all` alone is every backend; beside others it is a mistake worth naming.
+fn no_all_in_list(s: &str, what: &str) -> Result<(), String> {
+    let names: Vec<&str> = s.split(',').map(str::trim).collect();
+    if names.len() > 1 && names.contains(&"all") {
+        return Err(format!(
+            "`all` stands for every backend and cannot be listed with others: {what}"
+        ));
+    }
+    Ok(())
+}
+
 fn lock_list(s: &str) -> Result<LockList, String> {
+    no_all_in_list(s, "give `all` alone, or list backends such as spin,sem")?;
     let list = Backend::parse_list(s).map_err(|e| e.to_string())?;
     for (i, b) in list.iter().enumerate() {
         if list[..i].contains(b) {
@@ -287,6 +307,10 @@ fn lock_list(s: &str) -> Result<LockList, String> {
 }
 
 fn lock_pair(s: &str) -> Result<LockPair, String> {
+    no_all_in_list(s, "--compare takes two backends, e.g. spin,adaptive")?;
+    if s.trim() == "all" {
+        return Err("wants two backends, A,B (`all` is not two)".into());
+    }
     match Backend::parse_list(s).map_err(|e| e.to_string())?[..] {
         [a, b] => Ok(LockPair(a, b)),
         _ => Err("wants two backends, A,B".into()),
@@ -327,6 +351,11 @@ fn duration(s: &str) -> Result<std::time::Duration, String> {
     let bad = || format!("`{s}` is not a duration such as 60s, 2m or 500ms");
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
+    if num.starts_with('-') {
+        return Err(format!(
+            "`{s}` is negative: it is the time to spend, such as 60s, 2m or 500ms"
+        ));
+    }
     let n: f64 = num.parse().map_err(|_| bad())?;
     let secs = n * match unit {
         "ms" => 1e-3,
@@ -787,6 +816,13 @@ mod tests {
             ("chantest --lock spin,spin", "listed twice"),
             ("chantest --lock adaptive:bogus=1", "bogus"),
             ("chantest --compare spin", "two backends"),
+            ("chantest --lock all,spin", "cannot be listed with others"),
+            ("chantest --lock spin,all", "give `all` alone"),
+            ("chantest --compare all,spin", "two backends, e.g."),
+            ("chantest --compare all", "`all` is not two"),
+            ("chantest --ref all", "`all` is every backend"),
+            ("chantest --budget -5s", "`-5s` is negative"),
+            ("chantest --budget -5s --against x", "--budget <DURATION>"),
             ("chantest --threshold -1", "fraction"),
             ("chantest --via tcp", "unknown transport `tcp`"),
             ("chantest --via pipe,pipe", "listed twice"),

@@ -706,7 +706,7 @@ mod tests {
         assert_eq!(judge(&[98.0], &[100.0], t).1, Verdict::Improved);
         // Repetitions that overlap across the sides do not decide a change beyond the threshold.
         assert_eq!(
-            judge(&[101.0, 103.0, 99.0], &[100.0, 98.5, 101.0], t).1,
+            judge(&[99.0, 103.0, 104.0], &[100.0, 98.5, 101.0], t).1,
             Verdict::Inconclusive
         );
         assert_eq!(
