@@ -652,6 +652,27 @@ fn budget_re_runs_both_backends_of_a_compare() {
 }
 
 #[test]
+fn version_names_the_build() {
+    // Two builds in an --against run must be told apart: the commit (with `+changes` and the
+    // build time when the tree differed), or outside a git checkout the build time.
+    let out = stdout(&run("--version", 0));
+    assert!(
+        out.starts_with(concat!("chantest ", env!("CARGO_PKG_VERSION"), " (")),
+        "{out}"
+    );
+    assert!(out.contains("(commit ") || out.contains("(built "), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
+
+#[test]
+fn a_short_run_off_a_terminal_prints_nothing_on_stderr() {
+    // The estimate and the periodic lines are for runs over a minute (tested in progress.rs
+    // with made-up times); a short run stays quiet.
+    let o = run(TINY, 0);
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+#[test]
 fn budget_and_calibrate_flags_are_checked() {
     for (args, want) in [
         (
