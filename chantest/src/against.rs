@@ -44,9 +44,13 @@ pub(crate) const MAX_REPS: usize = 400;
 /// (without `--budget`; with it, the budget bounds this).
 pub(crate) const ANSWER_FLOOR: Duration = Duration::from_secs(60);
 
-/// How long a process may take to answer: the budget when given, and never more than
-/// [`ANSWER_FLOOR`] or ten times the slowest answer so far, whichever is longer (before the
-/// first answer, the floor plus 10 µs per message the process will pass, warm-up included).
+/// How long a process may take to answer. Without a budget: [`ANSWER_FLOOR`] or ten times the
+/// slowest answer so far, whichever is longer (before the first answer, the floor plus 10 µs
+/// per message the process will pass, warm-up included). With one, no longer than that and
+/// no longer than the budget, except that once processes have answered, ten times the
+/// slowest answer is always allowed: a budget shorter than one process then still ends
+/// after the first `-R` repetitions, as it always did, while a binary that never answers is
+/// killed when the budget is up.
 pub(crate) fn answer_limit(
     budget: Option<Duration>,
     slowest: Option<Duration>,
@@ -56,7 +60,11 @@ pub(crate) fn answer_limit(
         Some(s) => ANSWER_FLOOR.max(s * 10),
         None => ANSWER_FLOOR + Duration::from_secs_f64(messages * 10e-6),
     };
-    budget.map_or(expected, |b| b.min(expected))
+    match (budget, slowest) {
+        (None, _) => expected,
+        (Some(b), None) => b.min(expected),
+        (Some(b), Some(s)) => b.max(s * 10).min(expected),
+    }
 }
 
 /// One side of a comparison: a chantest binary, and optionally an injected lock hold.
@@ -148,6 +156,10 @@ pub(crate) fn compare(
     };
     let out_of_time = || budget.is_none_or(|b| start.elapsed() >= b);
     let mut slowest: Option<Duration> = None;
+    // Without a budget the number of processes is known, and a long comparison says so.
+    let mut progress = budget
+        .is_none()
+        .then(|| crate::progress::Progress::new(family * plan.reps * 2));
     let mut round = 0;
     loop {
         let todo: Vec<usize> = (0..family)
@@ -173,10 +185,15 @@ pub(crate) fn compare(
                 let sample = run_one(plan, cells[i], side, limit)?;
                 slowest = slowest.max(Some(t.elapsed()));
                 samples[i][k].push(sample);
+                if let Some(p) = &mut progress {
+                    let (o, m, _) = cells[i];
+                    p.advance(&format_args!("{} O={o} M={m}", brief(&side.exe)));
+                }
             }
         }
         round += 1;
     }
+    drop(progress);
     let measured = |k: usize| -> Vec<Measured> {
         cells
             .iter()
@@ -353,6 +370,12 @@ mod tests {
         assert_eq!(answer_limit(None, Some(s(1)), 1e6), ANSWER_FLOOR);
         assert_eq!(answer_limit(None, Some(s(30)), 1e6), s(300));
         assert_eq!(answer_limit(Some(s(2)), None, 1e6), s(2));
+        assert_eq!(
+            answer_limit(Some(s(2)), Some(Duration::from_millis(50)), 1e6),
+            s(2)
+        );
+        // A budget shorter than one process does not kill the processes that answer.
+        assert_eq!(answer_limit(Some(s(1)), Some(s(3)), 1e6), s(30));
         assert_eq!(answer_limit(Some(s(600)), Some(s(30)), 1e6), s(300));
     }
 

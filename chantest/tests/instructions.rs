@@ -105,25 +105,6 @@ fn refuses_what_it_cannot_count() {
 }
 
 #[test]
-fn counts_this_build() {
-    if !have_valgrind() {
-        return;
-    }
-    let out = stdout(&run(SMALL, 0));
-    assert!(out.contains("instr/msg"), "{out}");
-    assert!(out.contains("# not seen: waiting"), "{out}");
-    let o = run(&format!("{SMALL} --format json"), 0);
-    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(v["format"], "chantest-instructions");
-    let c = &v["cells"][0];
-    let (half, full) = (
-        c["ir_half"][0].as_u64().unwrap(),
-        c["ir_full"][0].as_u64().unwrap(),
-    );
-    assert!(full > half, "{c}");
-}
-
-#[test]
 fn against_exit_statuses() {
     if !have_valgrind() {
         return;
@@ -136,14 +117,8 @@ fn against_exit_statuses() {
     assert_eq!(ch["verdict"], "ok", "{ch}");
     assert!((ch["ratio"].as_f64().unwrap() - 1.0).abs() < 0.01, "{ch}");
     // A build whose lock busy-waits in every critical section runs many more instructions:
-    // against it this build is improved (0), and the other way round regressed (1).
-    let slow = script(
-        &dir,
-        "slow-chantest",
-        &format!(r#"exec {BIN} "${{@/#adaptive/adaptive:hold_ns=2000}}""#),
-    );
-    let o = run(&format!("{SMALL} --against {slow}"), 0);
-    assert!(stdout(&o).contains("improved"), "{}", stdout(&o));
+    // against the build without the wait it has regressed (1). (Improved, exit 0, is tested
+    // against a doctored baseline below.)
     let fast = script(
         &dir,
         "fast-chantest",
@@ -171,7 +146,9 @@ fn baseline_exit_statuses() {
     let dir = scratch("baseline");
     let base = dir.join("counts.json");
     let base_s = base.display().to_string();
-    run(&format!("{SMALL} --save {base_s}"), 0);
+    let out = stdout(&run(&format!("{SMALL} --save {base_s}"), 0));
+    assert!(out.contains("instr/msg"), "{out}");
+    assert!(out.contains("# not seen: waiting"), "{out}");
     // The same build against its saved counts: ok (0).
     let out = stdout(&run(
         &format!("--metric instructions --baseline {base_s}"),
@@ -190,6 +167,8 @@ fn baseline_exit_statuses() {
         v["cells"][0]["ir_half"][0].as_u64().unwrap(),
         v["cells"][0]["ir_full"][0].as_u64().unwrap(),
     );
+    assert_eq!(v["format"], "chantest-instructions");
+    assert!(full > half, "{v}");
     let per = full - half;
     // Saved counts 5 % lower per message: today's build regressed (1).
     let lower = doctor("lower.json", &|c| {
