@@ -50,6 +50,11 @@ Examples:
   chantest --compare spin,adaptive -M 1..4 exit 1 if adaptive is slower than spin
   chantest --lock adaptive -O 10 -M 1,8 --against ../old/target/release/chantest --budget 60s
                                            this build against another, interleaved
+  chantest --lock adaptive --metric instructions --against ../old/target/release/chantest
+                                           instructions per message under callgrind, judged
+                                           exactly (1%); needs valgrind
+  chantest --baseline before.json --budget 60s
+                                           re-run this side until decided or 60 s are spent
   chantest --calibrate --runs 40,20 --budget 45s
                                            false-alarm and detection rates on this machine
   chantest --plain -R 3                    bare total ns per run, like Plan 9's chantest
@@ -84,8 +89,12 @@ cell has regressed when the whole interval lies above 1 and the estimate exceeds
 otherwise it is inconclusive, with about how many more repetitions would likely decide it.
 --against runs each repetition of each cell as one fresh process of each build, taking turns,
 so drift hits both; --baseline compares with a file saved earlier, so drift between then and
-now is read as a change. --budget keeps adding repetitions to undecided cells until all are
-decided or the time is spent.
+now is read as a change. --budget keeps adding repetitions to undecided cells (of both sides,
+or of this side against a --baseline) until all are decided or the time is spent.
+--metric instructions counts instead of timing: each cell under callgrind on one CPU, the
+difference of an N/2 and an N run per message; new/old is judged exactly against
+--threshold (default 0.01); it cannot see waiting, context switches, the kernel or
+contention between CPUs, which only wall time measures.
 
 Exit status: 0 ok (every compared cell ok), 1 a cell regressed, 2 usage error (including an
 --against binary that does not speak chantest's results format), 3 a value was lost,

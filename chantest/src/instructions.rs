@@ -12,8 +12,10 @@
 //! `benches/callgrind.sh` does for the grid). `rounds` is what the process ran: its warm-up
 //! and its one measured round. Ir counts user-space instructions of every thread, libc
 //! included. Valgrind runs one thread at a time and the process is pinned to one CPU, so no
-//! lock spins for a thread that cannot run; the counts then repeat to a few parts in ten
-//! thousand, and a change of 1 % is a change of the code, whatever the machine's load.
+//! lock spins for a thread that cannot run; the counts then repeat (within 0.05 % for the spin
+//! and adaptive locks on the machine this was written on, 0.5 % for sem, whose waits depend a
+//! little on when valgrind switches threads), and a change of 1 % is a change of the code,
+//! whatever the machine's load.
 //!
 //! What this cannot see is everything that costs time without user-space instructions:
 //! waiting (futex sleeps, yields), context switches, the kernel's side of a system call,
