@@ -616,6 +616,27 @@ fn budget_exit_statuses_with_a_baseline() {
 }
 
 #[test]
+fn a_spent_budget_leaves_undecided_cells_inconclusive() {
+    // A budget spent before the first look: the first -R repetitions stand, and two a side
+    // (or two against the file's five) are too few for any interval: exit 4, deterministically.
+    let base = save_baseline(&scratch("budget-spent"));
+    let o = run(
+        &format!("--baseline {base} -R 2 --budget 1ms --format json"),
+        4,
+    );
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for c in v["changes"].as_array().unwrap() {
+        assert_eq!(
+            (c["new_reps"].as_u64(), c["old_reps"].as_u64()),
+            (Some(2), Some(5)),
+            "{c}"
+        );
+        assert_eq!(c["verdict"], "inconclusive", "{c}");
+    }
+    run(&format!("{TINY} --compare spin,sem --budget 1ms"), 4);
+}
+
+#[test]
 fn budget_re_runs_both_backends_of_a_compare() {
     // A backend against itself with no threshold: the budget adds rounds to both sides alike.
     let o = Command::new(BIN)
