@@ -513,7 +513,11 @@ fn budget_adds_repetitions_until_decided_or_spent() {
     assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{o:?}");
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let reps = v["changes"][0]["reps"].as_u64().unwrap();
-    assert!(reps > 4, "the budget added repetitions: {reps}");
+    // (On a loaded machine drift between the first four processes a side can decide even A/A
+    // at the first look; an undecided cell must have had more.)
+    if v["changes"][0]["verdict"] == "inconclusive" {
+        assert!(reps > 4, "the budget added repetitions: {reps}");
+    }
     assert_eq!(
         v["cells"][0]["samples"].as_array().unwrap().len() as u64,
         reps
@@ -550,15 +554,40 @@ fn slow_build(dir: &Path) -> String {
 #[test]
 fn budget_re_runs_this_side_of_a_baseline() {
     let dir = scratch("budget-baseline");
-    let base = save_baseline(&dir);
-    // A/A with no threshold is hardly ever decided, so the budget is spent on the new side;
-    // the baseline's five samples stay five.
-    let o = Command::new(BIN)
-        .args(["--baseline", &base, "-M", "1", "--lock", "adaptive"])
-        .args(["--threshold", "0", "--budget", "2s", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{o:?}");
+    let saved = save_baseline(&dir);
+    // A baseline whose five samples spread a millionfold, from a thousand times faster to a
+    // thousand times slower than they were: no number of new samples narrows the interval
+    // to a decision (however loaded the machine is today), so the whole budget is spent on
+    // the new side, and the baseline's five samples stay five.
+    let mut v = json(Path::new(&saved));
+    for cell in v["cells"].as_array_mut().unwrap() {
+        for (i, sample) in cell["samples"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+        {
+            let ns = sample["ns"].as_u64().unwrap();
+            sample["ns"] = Value::from([ns / 1000, ns / 1000, ns, ns * 1000, ns * 1000][i].max(1));
+        }
+    }
+    let base = dir.join("wide.json").display().to_string();
+    std::fs::write(&base, v.to_string()).unwrap();
+    let o = run_args(
+        &[
+            "--baseline",
+            &base,
+            "-M",
+            "1",
+            "--lock",
+            "adaptive",
+            "--budget",
+            "2s",
+            "--format",
+            "json",
+        ],
+        4,
+    );
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let c = &v["changes"][0];
     assert_eq!(c["old_reps"], 5, "{c}");
@@ -569,11 +598,19 @@ fn budget_re_runs_this_side_of_a_baseline() {
         c["new_reps"].as_u64().unwrap()
     );
     // The table says how many each side had.
-    let o = Command::new(BIN)
-        .args(["--baseline", &base, "-M", "1", "--lock", "adaptive"])
-        .args(["--threshold", "0", "--budget", "3s"])
-        .output()
-        .unwrap();
+    let o = run_args(
+        &[
+            "--baseline",
+            &base,
+            "-M",
+            "1",
+            "--lock",
+            "adaptive",
+            "--budget",
+            "1s",
+        ],
+        4,
+    );
     let out = stdout(&o);
     assert!(
         out.contains("/5 ") && out.contains("# reps new/old"),
@@ -656,7 +693,11 @@ fn budget_re_runs_both_backends_of_a_compare() {
     assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{o:?}");
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let c = &v["changes"][0];
-    assert!(c["reps"].as_u64().unwrap() > 4, "{c}");
+    // (Drift on a loaded machine can decide even A/A at the first look; an undecided cell
+    // must have had more rounds.)
+    if c["verdict"] == "inconclusive" {
+        assert!(c["reps"].as_u64().unwrap() > 4, "{c}");
+    }
     assert_eq!(c["new_reps"], c["old_reps"], "{c}");
     // A hold of 20 us per acquisition against none: decided at once, regressed (1) ...
     let o = run(
