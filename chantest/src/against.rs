@@ -17,6 +17,7 @@
 //! With `--budget`, repetitions continue (for the undecided cells only) until every cell is
 //! decided or the budget is spent.
 
+use crate::child;
 use crate::error::{usage, Error};
 use crate::machine::Machine;
 use crate::measure::Sample;
@@ -26,7 +27,7 @@ use crate::records::{Results, FORMAT, VERSION};
 use crate::run::Measured;
 use crate::via::{record, Via};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Measured rounds in each process; the median is the repetition's sample. One round would
@@ -38,6 +39,33 @@ pub(crate) const ROUNDS: usize = 3;
 /// Most repetitions a side per cell, budget or not: beyond this the interval narrows too
 /// slowly to matter, and a stuck comparison should end.
 pub(crate) const MAX_REPS: usize = 400;
+
+/// The least time a process is given to answer before it is taken for hung and killed
+/// (without `--budget`; with it, the budget bounds this).
+pub(crate) const ANSWER_FLOOR: Duration = Duration::from_secs(60);
+
+/// How long a process may take to answer. Without a budget: [`ANSWER_FLOOR`] or ten times the
+/// slowest answer so far, whichever is longer (before the first answer, the floor plus 10 µs
+/// per message the process will pass, warm-up included). With one, no longer than that and
+/// no longer than the budget, except that once processes have answered, ten times the
+/// slowest answer is always allowed: a budget shorter than one process then still ends
+/// after the first `-R` repetitions, as it always did, while a binary that never answers is
+/// killed when the budget is up.
+pub(crate) fn answer_limit(
+    budget: Option<Duration>,
+    slowest: Option<Duration>,
+    messages: f64,
+) -> Duration {
+    let expected = match slowest {
+        Some(s) => ANSWER_FLOOR.max(s * 10),
+        None => ANSWER_FLOOR + Duration::from_secs_f64(messages * 10e-6),
+    };
+    match (budget, slowest) {
+        (None, _) => expected,
+        (Some(b), None) => b.min(expected),
+        (Some(b), Some(s)) => b.max(s * 10).min(expected),
+    }
+}
 
 /// One side of a comparison: a chantest binary, and optionally an injected lock hold.
 #[derive(Clone, Debug)]
@@ -62,6 +90,35 @@ impl Side {
             exe: path.to_path_buf(),
             hold_ns: None,
         }
+    }
+}
+
+/// This build's `--version` line: the package version and the build's commit (or, outside a
+/// git checkout, when it was built), so that two builds in one comparison can be told apart.
+pub(crate) fn version_line() -> String {
+    format!("chantest {}", crate::cli::VERSION)
+}
+
+/// The other build, named briefly for the `vs` column: the checkout a
+/// `…/CHECKOUT/target/{release,debug}/chantest` was built in, else the file's name (the full
+/// path is in the report's heading and in JSON's `against_exe`).
+pub(crate) fn brief(exe: &Path) -> String {
+    let parts: Vec<String> = exe
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    match &parts[..] {
+        [.., checkout, t, profile, _]
+            if t == "target" && !checkout.is_empty() && checkout != "." && checkout != ".." =>
+        {
+            if profile == "release" {
+                checkout.clone()
+            } else {
+                format!("{checkout} ({profile})")
+            }
+        }
+        [.., file] if !file.is_empty() => file.clone(),
+        _ => exe.display().to_string(),
     }
 }
 
@@ -98,6 +155,11 @@ pub(crate) fn compare(
         Verdict::judge(&iv, threshold).decided()
     };
     let out_of_time = || budget.is_none_or(|b| start.elapsed() >= b);
+    let mut slowest: Option<Duration> = None;
+    // Without a budget the number of processes is known, and a long comparison says so.
+    let mut progress = budget
+        .is_none()
+        .then(|| crate::progress::Progress::new(family * plan.reps * 2));
     let mut round = 0;
     loop {
         let todo: Vec<usize> = (0..family)
@@ -117,12 +179,21 @@ pub(crate) fn compare(
                 [(1, old), (0, new)]
             };
             for (k, side) in sides {
-                let sample = run_one(plan, cells[i], side)?;
+                let per_process = msgs(&cells[i]) * (1 + ROUNDS) as f64;
+                let limit = answer_limit(budget, slowest, per_process);
+                let t = Instant::now();
+                let sample = run_one(plan, cells[i], side, limit)?;
+                slowest = slowest.max(Some(t.elapsed()));
                 samples[i][k].push(sample);
+                if let Some(p) = &mut progress {
+                    let (o, m, _) = cells[i];
+                    p.advance(&format_args!("{} O={o} M={m}", brief(&side.exe)));
+                }
             }
         }
         round += 1;
     }
+    drop(progress);
     let measured = |k: usize| -> Vec<Measured> {
         cells
             .iter()
@@ -138,15 +209,24 @@ pub(crate) fn compare(
     let machine = Machine::describe();
     let mut results = crate::run::records(plan, measured(0), machine.clone());
     let before = crate::run::records(plan, measured(1), machine);
-    results.against(&before, &old.exe.display().to_string(), threshold);
+    results.against(&before, &brief(&old.exe), threshold);
+    for c in &mut results.changes {
+        c.against_exe = Some(old.exe.display().to_string());
+    }
     Ok(Outcome {
         results,
         wall: start.elapsed(),
     })
 }
 
-/// The flags that make `side` run one repetition of one cell.
-fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String> {
+/// The flags that make `side` run one repetition of one cell: a process of `rounds` measured
+/// rounds after its warm-up.
+pub(crate) fn args(
+    plan: &Plan,
+    (o, m, lane): (u64, u64, Lane),
+    side: &Side,
+    rounds: usize,
+) -> Vec<String> {
     let mut a: Vec<String> = [
         "-O".into(),
         o.to_string(),
@@ -155,7 +235,7 @@ fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String>
         "-N".into(),
         plan.per_sender.to_string(),
         "-R".into(),
-        ROUNDS.to_string(),
+        rounds.to_string(),
         "--format".into(),
         "json".into(),
     ]
@@ -184,15 +264,24 @@ fn args(plan: &Plan, (o, m, lane): (u64, u64, Lane), side: &Side) -> Vec<String>
 }
 
 /// One process of `side`: one repetition of one cell; the median of its measured rounds.
-pub(crate) fn run_one(plan: &Plan, cell: (u64, u64, Lane), side: &Side) -> Result<Sample, Error> {
-    let args = args(plan, cell, side);
+pub(crate) fn run_one(
+    plan: &Plan,
+    cell: (u64, u64, Lane),
+    side: &Side,
+    limit: Duration,
+) -> Result<Sample, Error> {
+    let args = args(plan, cell, side, ROUNDS);
     let exe = side.exe.display();
     let shown = || format!("{exe} {}", args.join(" "));
-    let out = Command::new(&side.exe)
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| usage!("--against: cannot run {exe}: {e}"))?;
+    let out = child::output_within(Command::new(&side.exe).args(&args), limit)
+        .map_err(|e| usage!("--against: cannot run {exe}: {e}"))?
+        .ok_or_else(|| {
+            usage!(
+                "--against: {exe} did not answer within {} (killed it): `{}`",
+                child::secs(limit),
+                args.join(" ")
+            )
+        })?;
     let err = String::from_utf8_lossy(&out.stderr);
     let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     match out.status.code() {
@@ -240,7 +329,7 @@ pub(crate) fn run_one(plan: &Plan, cell: (u64, u64, Lane), side: &Side) -> Resul
 }
 
 /// The results document another chantest printed, or why it is not one.
-fn speaks(text: &str) -> Result<Results, String> {
+pub(crate) fn speaks(text: &str) -> Result<Results, String> {
     if text.trim().is_empty() {
         return Err("it printed nothing".into());
     }
@@ -258,6 +347,37 @@ fn speaks(text: &str) -> Result<Results, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_builds_are_named_briefly() {
+        for (path, want) in [
+            ("../old/target/release/chantest", "old"),
+            ("/work/wt-x/target/debug/chantest", "wt-x (debug)"),
+            ("/tmp/slow-chantest", "slow-chantest"),
+            ("chantest", "chantest"),
+            ("target/release/chantest", "chantest"),
+        ] {
+            assert_eq!(brief(Path::new(path)), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn answer_limits() {
+        let s = Duration::from_secs;
+        // Before any answer: the floor plus 10 us a message.
+        assert_eq!(answer_limit(None, None, 1e6), s(70));
+        // After: ten times the slowest, at least the floor; never more than the budget.
+        assert_eq!(answer_limit(None, Some(s(1)), 1e6), ANSWER_FLOOR);
+        assert_eq!(answer_limit(None, Some(s(30)), 1e6), s(300));
+        assert_eq!(answer_limit(Some(s(2)), None, 1e6), s(2));
+        assert_eq!(
+            answer_limit(Some(s(2)), Some(Duration::from_millis(50)), 1e6),
+            s(2)
+        );
+        // A budget shorter than one process does not kill the processes that answer.
+        assert_eq!(answer_limit(Some(s(1)), Some(s(3)), 1e6), s(30));
+        assert_eq!(answer_limit(Some(s(600)), Some(s(30)), 1e6), s(300));
+    }
 
     #[test]
     fn refuses_what_is_not_a_results_document() {

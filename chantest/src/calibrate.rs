@@ -156,6 +156,55 @@ fn percent(k: usize, n: usize) -> String {
     }
 }
 
+/// `met (2 of 40)` or `NOT met (…)`, `-` without runs.
+fn meets(k: usize, n: usize, ok: fn(f64) -> bool) -> String {
+    if n == 0 {
+        return "-".into();
+    }
+    let met = if ok(k as f64 / n as f64) {
+        "met"
+    } else {
+        "NOT met"
+    };
+    format!("{met} ({})", percent(k, n))
+}
+
+/// For the runs that ended undecided: about what budget would have decided them, from each
+/// undecided cell's `more_reps` at the run's own pace (seconds per repetition of a cell, both
+/// sides), as `wall + Σ more_reps × pace`. A cell whose estimate sits on the threshold has no
+/// `more_reps` (no budget is likely to decide it) and is counted apart.
+fn budget_needed(same: &[Run], slow: &[Run]) -> Option<String> {
+    let mut need: Vec<f64> = Vec::new();
+    let mut hopeless = 0;
+    for r in same.iter().chain(slow).filter(|r| r.inconclusive()) {
+        let reps: usize = r.changes.iter().map(|c| c.reps).sum();
+        let pace = r.wall.as_secs_f64() / reps.max(1) as f64;
+        let mut extra = 0.0;
+        for c in r.changes.iter().filter(|c| !c.verdict.decided()) {
+            match c.more_reps {
+                Some(k) => extra += k as f64 * pace,
+                None => hopeless += 1,
+            }
+        }
+        need.push(r.wall.as_secs_f64() + extra);
+    }
+    if need.is_empty() {
+        return None;
+    }
+    need.sort_by(f64::total_cmp);
+    Some(format!(
+        "undecided runs: {} would likely have been decided with a budget of about {:.0} s          (median), {:.0} s (max){}\n",
+        need.len(),
+        median_sorted(&need),
+        need[need.len() - 1],
+        if hopeless > 0 {
+            format!("; {hopeless} cells sat on the threshold, where no budget is likely to do")
+        } else {
+            String::new()
+        }
+    ))
+}
+
 fn summary(head: &str, same: &[Run], slow: &[Run], cal: &Calibration) -> String {
     let count = |runs: &[Run], f: fn(&Run) -> bool| runs.iter().filter(|r| f(r)).count();
     let cells = |runs: &[Run]| runs.iter().map(|r| r.changes.len()).sum::<usize>();
@@ -208,6 +257,17 @@ fn summary(head: &str, same: &[Run], slow: &[Run], cal: &Calibration) -> String 
             per_cell.join(", ")
         );
     }
+    let _ = writeln!(
+        out,
+        "targets: detection at least 90 %: {}; false alarms at most 5 %: {}; A/A inconclusive at \
+         most 10 %: {}",
+        meets(d, slow.len(), |r| r >= 0.9),
+        meets(fa, same.len(), |r| r <= 0.05),
+        meets(fi, same.len(), |r| r <= 0.10),
+    );
+    if let Some(line) = budget_needed(same, slow) {
+        out += &line;
+    }
     let mut walls: Vec<f64> = same
         .iter()
         .chain(slow)
@@ -232,4 +292,58 @@ fn summary(head: &str, same: &[Run], slow: &[Run], cal: &Calibration) -> String 
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::Interval;
+
+    fn run(verdict: Verdict, reps: usize, more: Option<usize>, wall: u64) -> Run {
+        Run {
+            changes: vec![Change {
+                lock: "adaptive".into(),
+                against: "adaptive".into(),
+                against_exe: None,
+                nbuf: 10,
+                senders: 8,
+                old_ns_per_msg: 100.0,
+                new_ns_per_msg: 100.0,
+                ratio: Interval {
+                    estimate: 1.0,
+                    low: 0.8,
+                    high: Some(1.2),
+                },
+                verdict,
+                reps,
+                new_reps: reps,
+                old_reps: reps,
+                more_reps: more,
+                cell: 0,
+            }],
+            wall: Duration::from_secs(wall),
+        }
+    }
+
+    #[test]
+    fn targets_are_checked() {
+        assert_eq!(meets(18, 20, |r| r >= 0.9), "met (90.0 %)");
+        assert_eq!(meets(1, 6, |r| r <= 0.05), "NOT met (16.7 %)");
+        assert_eq!(meets(0, 0, |r| r <= 0.05), "-");
+    }
+
+    #[test]
+    fn the_budget_that_would_decide_undecided_runs() {
+        // 20 repetitions in 60 s: 3 s each; 100 more would take 300 s more.
+        let same = [
+            run(Verdict::Inconclusive, 20, Some(100), 60),
+            run(Verdict::Ok, 20, None, 30),
+        ];
+        let slow = [run(Verdict::Inconclusive, 10, None, 60)];
+        let line = budget_needed(&same, &slow).unwrap();
+        assert!(line.starts_with("undecided runs: 2 "), "{line}");
+        assert!(line.contains("360 s (max)"), "{line}");
+        assert!(line.contains("1 cells sat on the threshold"), "{line}");
+        assert_eq!(budget_needed(&same[1..], &[]), None);
+    }
 }

@@ -7,6 +7,7 @@
 use crate::calibrate::Calibration;
 use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
+use crate::instructions::{self, Counts};
 use crate::plan::Plan;
 use crate::records::Results;
 use crate::report::Format;
@@ -32,6 +33,9 @@ pub(crate) const DEFAULT_THRESHOLD: f64 = 0.10;
 /// chantest measures it, at `-O 10 -M 1,8`) that a regression check should catch; other
 /// machines answer differently, which is what `--calibrate` reports.
 pub(crate) const DEFAULT_HOLD_NS: u32 = 12;
+/// `--version`: the package version and which build this is (see `build.rs`).
+pub(crate) const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (", env!("CHANTEST_BUILD"), ")");
 /// Default `-S`: the seed's ulong.
 pub(crate) const DEFAULT_SIZE: u64 = 8;
 
@@ -48,6 +52,11 @@ Examples:
                                            exit 1 if adaptive (over chan) is slower than kanal
   chantest --lock adaptive -O 10 -M 1,8 --against ../old/target/release/chantest --budget 60s
                                            this build against another, interleaved
+  chantest --lock adaptive --metric instructions --against ../old/target/release/chantest
+                                           instructions per message under callgrind, judged
+                                           exactly (1%); needs valgrind
+  chantest --baseline before.json --budget 60s
+                                           re-run this side until decided or 60 s are spent
   chantest --calibrate --runs 40,20 --budget 45s
                                            false-alarm and detection rates on this machine
   chantest --plain -R 3                    bare total ns per run, like Plan 9's chantest
@@ -92,8 +101,12 @@ cell has regressed when the whole interval lies above 1 and the estimate exceeds
 otherwise it is inconclusive, with about how many more repetitions would likely decide it.
 --against runs each repetition of each cell as one fresh process of each build, taking turns,
 so drift hits both; --baseline compares with a file saved earlier, so drift between then and
-now is read as a change. --budget keeps adding repetitions to undecided cells until all are
-decided or the time is spent.
+now is read as a change. --budget keeps adding repetitions to undecided cells (of both sides,
+or of this side against a --baseline) until all are decided or the time is spent.
+--metric instructions counts instead of timing: each cell under callgrind on one CPU, the
+difference of an N/2 and an N run per message; new/old is judged exactly against
+--threshold (default 0.01); it cannot see waiting, context switches, the kernel or
+contention between CPUs, which only wall time measures.
 
 Exit status: 0 ok (every compared cell ok), 1 a cell regressed, 2 usage error (including an
 --against binary that does not speak chantest's results format), 3 a value was lost,
@@ -109,7 +122,7 @@ duplicated, reordered or damaged, or a transport failed mid-run (e.g. its peer p
 /// switches per message, and the ratio to a reference backend. Every value is checked to
 /// arrive exactly once and in order.
 #[derive(Debug, Parser)]
-#[command(name = "chantest", version, after_help = EXAMPLES, max_term_width = 100)]
+#[command(name = "chantest", version = VERSION, after_help = EXAMPLES, max_term_width = 100)]
 pub(crate) struct Args {
     /// Channel buffers: a value, a list or a range, e.g. 0,1,10,100 or 1..4,8 [default: 10]
     #[arg(short = 'O', value_name = "NBUF", value_parser = nbuf, allow_negative_numbers = true)]
@@ -197,9 +210,14 @@ pub(crate) struct Args {
     )]
     pub against: Option<PathBuf>,
 
-    /// With --against or --calibrate: keep adding repetitions to undecided cells until every
-    /// cell is decided or this much time is spent, e.g. 60s, 2m
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    /// With --against, --baseline, --compare or --calibrate: keep adding repetitions to
+    /// undecided cells until every cell is decided or this much time is spent, e.g. 60s, 2m
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = duration,
+        allow_hyphen_values = true
+    )]
     pub budget: Option<std::time::Duration>,
 
     /// Measure this machine's false-alarm rate (A/A: adaptive against itself) and detection
@@ -217,14 +235,20 @@ pub(crate) struct Args {
     pub runs: RunCounts,
 
     /// Smallest slowdown that counts as a regression, as a fraction (0.10 = 10%)
+    /// [default: 0.1; 0.01 with --metric instructions]
     #[arg(
         long,
         value_name = "FRACTION",
-        default_value_t = DEFAULT_THRESHOLD,
         value_parser = threshold,
         allow_negative_numbers = true
     )]
-    pub threshold: f64,
+    pub threshold: Option<f64>,
+
+    /// What to measure: wall time (waiting, switches and contention included, judged with
+    /// statistics), or instructions per message counted by valgrind's callgrind on one CPU
+    /// (deterministic, judged exactly; -N defaults to 16384, -R to 1)
+    #[arg(long, value_enum, default_value_t = Metric::Time)]
+    pub metric: Metric,
 
     /// Pin the receiver and senders to CPUs, round-robin over those this process may use
     #[arg(long)]
@@ -238,6 +262,15 @@ pub(crate) struct Args {
     /// For testing the check: make sender 0 send one value twice (exit 3)
     #[arg(long, hide = true)]
     pub inject_fault: bool,
+}
+
+/// `--metric`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Metric {
+    /// Wall time per message.
+    Time,
+    /// Instructions per message, under callgrind.
+    Instructions,
 }
 
 /// A `--lock` list (a newtype, so that clap takes it as one value, not many).
@@ -282,11 +315,26 @@ fn reps(s: &str) -> Result<u64, String> {
 }
 
 fn backend(s: &str) -> Result<Backend, String> {
+    if s.trim() == "all" {
+        return Err("names one backend, and `all` is every backend: give one, e.g. sem".into());
+    }
     s.parse()
         .map_err(|e: locks::ParseBackendError| e.to_string())
 }
 
+/// `all` alone is every backend; beside others it is a mistake worth naming.
+fn no_all_in_list(s: &str, what: &str) -> Result<(), String> {
+    let names: Vec<&str> = s.split(',').map(str::trim).collect();
+    if names.len() > 1 && names.contains(&"all") {
+        return Err(format!(
+            "`all` stands for every backend and cannot be listed with others: {what}"
+        ));
+    }
+    Ok(())
+}
+
 fn lock_list(s: &str) -> Result<LockList, String> {
+    no_all_in_list(s, "give `all` alone, or list backends such as spin,sem")?;
     let list = Backend::parse_list(s).map_err(|e| e.to_string())?;
     for (i, b) in list.iter().enumerate() {
         if list[..i].contains(b) {
@@ -304,6 +352,10 @@ fn reference(s: &str) -> Result<Reference, String> {
 }
 
 fn lock_pair(s: &str) -> Result<LockPair, String> {
+    no_all_in_list(s, "--compare takes two backends, e.g. spin,adaptive")?;
+    if s.trim() == "all" {
+        return Err("wants two backends, A,B (`all` is not two)".into());
+    }
     if let Some((Ok(Reference::Via(a)), b)) = s.split_once(',').map(|(a, b)| (reference(a), b)) {
         return backend(b).map(|b| LockPair(Reference::Via(a), b));
     }
@@ -347,6 +399,11 @@ fn duration(s: &str) -> Result<std::time::Duration, String> {
     let bad = || format!("`{s}` is not a duration such as 60s, 2m or 500ms");
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
+    if num.starts_with('-') {
+        return Err(format!(
+            "`{s}` is negative: it is the time to spend, such as 60s, 2m or 500ms"
+        ));
+    }
     let n: f64 = num.parse().map_err(|_| bad())?;
     let secs = n * match unit {
         "ms" => 1e-3,
@@ -424,6 +481,8 @@ pub(crate) struct Setup {
     pub per_process: bool,
     /// Regression threshold.
     pub threshold: f64,
+    /// `--budget`, for `--baseline` and `--compare` (the other modes carry their own).
+    pub budget: Option<std::time::Duration>,
     /// Where `--save` goes, already open.
     pub save: Option<Output>,
     /// Where `--plot` goes, already open.
@@ -445,6 +504,11 @@ pub(crate) enum Mode {
         old: PathBuf,
         /// `--budget`.
         budget: Option<std::time::Duration>,
+    },
+    /// Instructions per message under callgrind, judged against another build or saved counts.
+    Instructions {
+        /// What to compare with.
+        old: Option<instructions::Old>,
     },
     /// False-alarm and detection rates.
     Calibrate {
@@ -489,8 +553,19 @@ impl Output {
 impl Args {
     /// Checks the flags against each other and the baseline, and opens the outputs.
     pub(crate) fn setup(self) -> Result<Setup, Error> {
-        let baseline = self.baseline.as_deref().map(Results::load).transpose()?;
-        let from_file = baseline.as_ref().map(|b| &b.params);
+        let counting = self.metric == Metric::Instructions;
+        if counting {
+            check_counting(&self)?;
+        }
+        let (baseline, counts) = match self.baseline.as_deref() {
+            Some(p) if counting => (None, Some(Counts::load(p)?)),
+            Some(p) => (Some(Results::load(p)?), None),
+            None => (None, None),
+        };
+        let from_file = baseline
+            .as_ref()
+            .map(|b| &b.params)
+            .or(counts.as_ref().map(|c| &c.params));
 
         let (backends, reference) = if let Some(LockPair(a, b)) = self.compare {
             match a {
@@ -522,20 +597,25 @@ impl Args {
             (backends, reference)
         };
 
-        let (file_nbuf, file_senders) = match &baseline {
-            Some(b) => b
+        let (file_nbuf, file_senders) = match from_file {
+            Some(p) => p
                 .grids()
                 .map(|(o, m)| (Some(o), Some(m)))
                 .map_err(|e| usage!("baseline: {e}"))?,
             None => (None, None),
         };
-        let vias = match (self.via, &baseline) {
+        let vias = match (self.via, from_file) {
             (Some(ViaList(v)), _) => v,
-            (None, Some(b)) => b.vias().map_err(|e| usage!("baseline: {e}"))?,
+            (None, Some(p)) => p.vias().map_err(|e| usage!("baseline: {e}"))?,
             (None, None) => match self.compare {
                 Some(LockPair(Reference::Via(a), _)) => vec![Via::Chan, a],
                 _ => vec![Via::Chan],
             },
+        };
+        let (default_n, default_r) = if counting {
+            (instructions::DEFAULT_PER_SENDER, instructions::DEFAULT_REPS)
+        } else {
+            (DEFAULT_PER_SENDER, DEFAULT_REPS)
         };
         let size = self
             .size
@@ -554,11 +634,11 @@ impl Args {
             per_sender: self
                 .per_sender
                 .or(from_file.map(|p| p.per_sender))
-                .unwrap_or(DEFAULT_PER_SENDER),
+                .unwrap_or(default_n),
             reps: self
                 .reps
                 .or(from_file.map(|p| p.reps as u64))
-                .unwrap_or(DEFAULT_REPS) as usize,
+                .unwrap_or(default_r) as usize,
             global_lock: self.global_lock || from_file.is_some_and(|p| p.global_lock),
             pin: self.pin || from_file.is_some_and(|p| p.pin),
             fault: self.inject_fault,
@@ -569,8 +649,18 @@ impl Args {
             },
         };
         check_transports(&plan, self.compare.is_some())?;
-        if self.budget.is_some() && self.against.is_none() && !self.calibrate {
-            return Err(usage!("--budget goes with --against or --calibrate"));
+        let verdicts = self.against.is_some() || baseline.is_some() || self.compare.is_some();
+        if self.budget.is_some() && !verdicts && !self.calibrate {
+            return Err(usage!(
+                "--budget goes with --against, --baseline, --compare or --calibrate: it buys \
+                 repetitions for undecided verdicts"
+            ));
+        }
+        if self.per_process && (baseline.is_some() || self.compare.is_some()) {
+            return Err(usage!(
+                "--per-process goes with a plain sweep, not --baseline or --compare (--against \
+                 already runs one process per repetition)"
+            ));
         }
         if !self.calibrate && (self.hold_ns != DEFAULT_HOLD_NS || self.runs != RunCounts(10, 10)) {
             return Err(usage!("--hold-ns and --runs go with --calibrate"));
@@ -581,6 +671,33 @@ impl Args {
             ));
         }
 
+        let threshold = self.threshold.unwrap_or(if counting {
+            instructions::DEFAULT_THRESHOLD
+        } else {
+            DEFAULT_THRESHOLD
+        });
+        if counting {
+            instructions::check(&plan)?;
+            let old = match (counts, self.baseline, self.against) {
+                (Some(c), Some(path), _) => {
+                    instructions::check_cells(&plan, &c, &path)?;
+                    Some(instructions::Old::File(Box::new(c), path))
+                }
+                (_, _, Some(exe)) => Some(instructions::Old::Build(exe)),
+                _ => None,
+            };
+            return Ok(Setup {
+                plan,
+                mode: Mode::Instructions { old },
+                format: self.format,
+                plain: false,
+                per_process: false,
+                threshold,
+                budget: None,
+                save: self.save.map(|p| Output::open(p, "--save")).transpose()?,
+                plot: None,
+            });
+        }
         let mode = match baseline {
             Some(old) => {
                 let path = self.baseline.as_deref().unwrap_or(Path::new(""));
@@ -610,11 +727,33 @@ impl Args {
             format: self.format,
             plain: self.plain,
             per_process: self.per_process,
-            threshold: self.threshold,
+            threshold,
+            budget: self.budget,
             // Opened after the baseline was read: `--save` may name the same file.
             save: self.save.map(|p| Output::open(p, "--save")).transpose()?,
             plot: self.plot.map(|p| Output::open(p, "--plot")).transpose()?,
         })
+    }
+}
+
+/// What `--metric instructions` does not go with.
+fn check_counting(a: &Args) -> Result<(), Error> {
+    let other = [
+        (a.compare.is_some(), "--compare"),
+        (a.calibrate, "--calibrate"),
+        (a.plain, "--plain"),
+        (a.plot.is_some(), "--plot"),
+        (
+            a.budget.is_some(),
+            "--budget (counts need no repetitions to decide)",
+        ),
+        (a.pin, "--pin (every run is pinned to one CPU already)"),
+        (a.inject_fault, "--inject-fault"),
+        (a.format == Format::Csv, "--format csv (use table or json)"),
+    ];
+    match other.iter().find(|(given, _)| *given) {
+        Some((_, flag)) => Err(usage!("--metric instructions does not go with {flag}")),
+        None => Ok(()),
     }
 }
 
@@ -717,7 +856,7 @@ mod tests {
         ] {
             assert!(help.contains(&format!("[default: {default}]")), "{default}");
         }
-        assert!(help.contains(&format!("[default: {DEFAULT_THRESHOLD}]")));
+        assert!(help.contains(&format!("[default: {DEFAULT_THRESHOLD};")));
         assert!(help.contains("Examples:") && !help.contains("inject"));
     }
 
@@ -761,6 +900,13 @@ mod tests {
             ("chantest --lock spin,spin", "listed twice"),
             ("chantest --lock adaptive:bogus=1", "bogus"),
             ("chantest --compare spin", "two backends"),
+            ("chantest --lock all,spin", "cannot be listed with others"),
+            ("chantest --lock spin,all", "give `all` alone"),
+            ("chantest --compare all,spin", "two backends, e.g."),
+            ("chantest --compare all", "`all` is not two"),
+            ("chantest --ref all", "`all` is every backend"),
+            ("chantest --budget -5s", "`-5s` is negative"),
+            ("chantest --budget -5s --against x", "--budget <DURATION>"),
             ("chantest --threshold -1", "fraction"),
             ("chantest --via tcp", "unknown transport `tcp`"),
             ("chantest --via pipe,pipe", "listed twice"),

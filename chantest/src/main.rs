@@ -23,9 +23,11 @@
 mod affinity;
 mod against;
 mod calibrate;
+mod child;
 mod cli;
 mod error;
 mod grid;
+mod instructions;
 mod isolate;
 mod machine;
 mod measure;
@@ -34,6 +36,7 @@ mod plot;
 mod progress;
 mod records;
 mod report;
+mod rerun;
 mod run;
 mod soak;
 mod verdict;
@@ -69,23 +72,36 @@ fn run() -> Result<ExitCode, Error> {
             print(&text)?;
             return Ok(ExitCode::SUCCESS);
         }
+        Mode::Instructions { old } => {
+            let (counts, text) =
+                instructions::run(&setup.plan, old.as_ref(), setup.threshold, setup.format)?;
+            if let Some(out) = setup.save {
+                out.write(&(serde_json::to_string_pretty(&counts).unwrap_or_default() + "\n"))?;
+            }
+            print(&text)?;
+            return Ok(match counts.status() {
+                (true, _) => ExitCode::from(error::REGRESSED),
+                (false, true) => ExitCode::from(error::INCONCLUSIVE),
+                _ => ExitCode::SUCCESS,
+            });
+        }
         Mode::Against { old, budget } => {
             let (new, old) = (against::Side::this()?, against::Side::other(old));
             against::compare(&setup.plan, &new, &old, setup.threshold, *budget)?.results
         }
-        mode => {
+        Mode::Baseline(old) => rerun::sweep(&setup.plan, setup.budget, rerun::Side::Cell, |r| {
+            r.against_baseline(old, setup.threshold)
+        })?,
+        Mode::Compare => rerun::sweep(&setup.plan, setup.budget, rerun::Side::Point, |r| {
+            r.between_backends(setup.threshold)
+        })?,
+        Mode::Sweep => {
             let measured = if setup.per_process {
                 isolate::sweep(&setup.plan)?
             } else {
                 run::sweep(&setup.plan)?
             };
-            let mut results = run::records(&setup.plan, measured, machine::Machine::describe());
-            match mode {
-                Mode::Baseline(old) => results.against_baseline(old, setup.threshold),
-                Mode::Compare => results.between_backends(setup.threshold),
-                _ => {}
-            }
-            results
+            run::records(&setup.plan, measured, machine::Machine::describe())
         }
     };
 

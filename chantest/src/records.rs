@@ -138,6 +138,25 @@ pub(crate) struct Params {
     pub stats: bool,
 }
 
+impl Params {
+    /// The transports.
+    pub(crate) fn vias(&self) -> Result<Vec<Via>, String> {
+        let list = Via::parse_list(&self.via.join(",")).map_err(|e| format!("via: {e}"))?;
+        if list.is_empty() {
+            return Err("its parameters name no transports".into());
+        }
+        Ok(list)
+    }
+
+    /// The O and M lists.
+    pub(crate) fn grids(&self) -> Result<(Grid, Grid), String> {
+        Ok((
+            Grid::from_values(self.nbuf.clone(), Bounds::NBUF)?,
+            Grid::from_values(self.senders.clone(), Bounds::SENDERS)?,
+        ))
+    }
+}
+
 /// One lane (a backend over `chan`, `task` or `task-mt`, or another transport) at one (O, M)
 /// point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -215,8 +234,12 @@ pub(crate) struct Spread {
 pub(crate) struct Change {
     /// The new cell's backend.
     pub lock: String,
-    /// What it is compared against: `baseline` or the other backend's name.
+    /// What it is compared against: `baseline`, the other backend's name, or (`--against`)
+    /// the other build named briefly.
     pub against: String,
+    /// With `--against`: the other build's path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against_exe: Option<String>,
     /// Channel buffers.
     #[serde(rename = "O")]
     pub nbuf: u64,
@@ -234,6 +257,13 @@ pub(crate) struct Change {
     /// Repetitions a side behind the verdict (the fewer of the two sides).
     #[serde(default)]
     pub reps: usize,
+    /// Repetitions of the new side (more than the old side's when `--budget` re-ran only the
+    /// new side against a saved baseline).
+    #[serde(default)]
+    pub new_reps: usize,
+    /// Repetitions of the old side.
+    #[serde(default)]
+    pub old_reps: usize,
     /// For an inconclusive verdict: about how many more repetitions a side would likely
     /// decide it (see [`crate::verdict::more_reps`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,12 +273,31 @@ pub(crate) struct Change {
     pub cell: usize,
 }
 
+impl Change {
+    /// The `reps` column: one count when both sides had as many, else `new/old`.
+    pub(crate) fn reps_shown(&self) -> String {
+        if self.new_reps == self.old_reps || self.new_reps == 0 || self.old_reps == 0 {
+            self.reps.to_string()
+        } else {
+            format!("{}/{}", self.new_reps, self.old_reps)
+        }
+    }
+}
+
 impl Results {
     /// Reads and checks a file written by `--save`.
     pub(crate) fn load(path: &Path) -> Result<Results, Error> {
         let name = path.display();
         let text = std::fs::read_to_string(path)
             .map_err(|e| usage!("cannot read baseline {name}: {e}"))?;
+        let counts = serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| {
+            v.get("format").and_then(|f| f.as_str()) == Some(crate::instructions::FORMAT)
+        });
+        if counts {
+            return Err(usage!(
+                "baseline {name} holds instruction counts: compare with --metric instructions"
+            ));
+        }
         Results::parse(&text).map_err(|e| usage!("baseline {name}{e}"))
     }
 
@@ -320,20 +369,12 @@ impl Results {
 
     /// The parameters' transports.
     pub(crate) fn vias(&self) -> Result<Vec<Via>, String> {
-        let list = Via::parse_list(&self.params.via.join(",")).map_err(|e| format!("via: {e}"))?;
-        if list.is_empty() {
-            return Err("its parameters name no transports".into());
-        }
-        Ok(list)
+        self.params.vias()
     }
 
     /// The parameters' O and M lists.
     pub(crate) fn grids(&self) -> Result<(Grid, Grid), String> {
-        let p = &self.params;
-        Ok((
-            Grid::from_values(p.nbuf.clone(), Bounds::NBUF)?,
-            Grid::from_values(p.senders.clone(), Bounds::SENDERS)?,
-        ))
+        self.params.grids()
     }
 
     /// The cells `params` describes.

@@ -238,8 +238,14 @@ fn table(r: &Results, threshold: f64) -> String {
 
     if !r.changes.is_empty() {
         let _ = writeln!(out, "\n# {}", changes_heading(r, threshold));
+        if let Some(exe) = r.changes.iter().find_map(|c| c.against_exe.as_ref()) {
+            let _ = writeln!(out, "# vs {}: {exe}", r.changes[0].against);
+        }
         out += &align(&change_rows(r));
         let _ = writeln!(out, "# {}", changes_summary(r));
+        if let Some(note) = reps_note(r) {
+            let _ = writeln!(out, "# {note}");
+        }
     }
     out
 }
@@ -283,7 +289,7 @@ fn change_rows(r: &Results) -> Vec<Vec<String>> {
             sig(ch.new_ns_per_msg),
             format!("{:.3}", ch.ratio.estimate),
             ch.ratio.to_string(),
-            ch.reps.to_string(),
+            ch.reps_shown(),
             match (ch.verdict, ch.more_reps) {
                 (Verdict::Inconclusive, Some(k)) => format!("inconclusive (~{k} more reps)"),
                 (v, _) => v.to_string(),
@@ -305,6 +311,14 @@ fn changes_summary(r: &Results) -> String {
         "{regressed} of {} cells regressed, {undecided} inconclusive",
         r.changes.len()
     )
+}
+
+/// Where `--budget` added repetitions to one side only, what the `new/old` reps mean.
+fn reps_note(r: &Results) -> Option<&'static str> {
+    r.changes
+        .iter()
+        .any(|c| c.reps_shown().contains('/'))
+        .then_some("reps new/old: --budget added repetitions to this run's side only")
 }
 
 /// The markdown table: the heading as a paragraph, then one row per (O, M) point and one
@@ -350,6 +364,9 @@ fn markdown(r: &Results, threshold: f64) -> String {
         let _ = writeln!(out, "\n{}:\n", changes_heading(r, threshold));
         out += &pipes(&change_rows(r), |c| (4..9).contains(&c));
         let _ = writeln!(out, "\n{}.", changes_summary(r));
+        if let Some(note) = reps_note(r) {
+            let _ = writeln!(out, "\n{note}.");
+        }
     }
     out
 }

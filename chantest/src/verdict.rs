@@ -184,12 +184,15 @@ impl Change {
         Change {
             lock: new.lock.clone(),
             against,
+            against_exe: None,
             nbuf: new.nbuf,
             senders: new.senders,
             old_ns_per_msg: old.summary.ns_per_msg.median,
             new_ns_per_msg: new.summary.ns_per_msg.median,
             verdict,
             reps,
+            new_reps: new.samples.len(),
+            old_reps: old.samples.len(),
             more_reps: (!verdict.decided())
                 .then(|| more_reps(&ratio, reps, threshold, family))
                 .flatten(),

@@ -1,0 +1,737 @@
+//! `--metric instructions`: instructions per message, counted by callgrind instead of timed.
+//!
+//! Each cell is run as its own process (`chantest -O o -M m -N n -R 1 --lock L --format
+//! json`, the same command `--against` gives another build) under `valgrind --tool=callgrind`,
+//! pinned to one CPU, once with N/2 values per sender and once with N; the count is
+//!
+//! ```text
+//! (Ir(N) - Ir(N/2)) / (rounds x messages(N/2)),
+//! ```
+//!
+//! so that start-up, calibration and thread creation, the same in both, cancel (as
+//! `benches/callgrind.sh` does for the grid). `rounds` is what the process ran: its warm-up
+//! and its one measured round. Ir counts user-space instructions of every thread, libc
+//! included. Valgrind runs one thread at a time and the process is pinned to one CPU, so no
+//! lock spins for a thread that cannot run; the counts then repeat (within 0.05 % for the spin
+//! and adaptive locks on the machine this was written on, 0.5 % for sem, whose waits depend a
+//! little on when valgrind switches threads), and a change of 1 % is a change of the code,
+//! whatever the machine's load.
+//!
+//! What this cannot see is everything that costs time without user-space instructions:
+//! waiting (futex sleeps, yields), context switches, the kernel's side of a system call,
+//! cache misses and contention between CPUs. Only the wall-time mode measures those, and
+//! [`UNSEEN`] says so under every table.
+//!
+//! With `--against OLD` the other build is counted the same way, cell by cell; with
+//! `--baseline FILE` the counts come from a file this mode saved (`--save`). A cell is
+//! *regressed* when new/old exceeds `1 + threshold` (default 1 %), *improved* when it is below
+//! `1 / (1 + threshold)`, else *ok*; with several repetitions (`-R`) a change whose counts
+//! overlap between the sides is *inconclusive* instead.
+
+use crate::affinity::{self, Cpus};
+use crate::against::{self, Side};
+use crate::child;
+use crate::error::{usage, Error};
+use crate::plan::{Lane, Plan, WARMUP};
+use crate::progress::Progress;
+use crate::records::{median_sorted, Key, Params, Verdict};
+use crate::report::Format;
+use crate::via::Via;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The `format` field of a counts document.
+pub(crate) const FORMAT: &str = "chantest-instructions";
+/// Its schema version.
+pub(crate) const VERSION: u32 = 1;
+/// Default N in this mode: enough messages that the difference dwarfs the noise (a few
+/// hundred instructions in tens of millions), few enough that a run takes seconds.
+pub(crate) const DEFAULT_PER_SENDER: u64 = 16384;
+/// Default R in this mode: the counts repeat, one repetition is enough.
+pub(crate) const DEFAULT_REPS: u64 = 1;
+/// Default `--threshold` in this mode.
+pub(crate) const DEFAULT_THRESHOLD: f64 = 0.01;
+
+/// What this mode cannot see, printed under every table.
+pub(crate) const UNSEEN: &str = "# not seen: waiting (futex sleeps, yields, spinning for another \
+     CPU), context switches, the kernel's side of system calls, cache misses and contention \
+     between CPUs; only the wall-time mode (--metric time) measures those";
+
+/// The other side of a comparison.
+#[derive(Clone, Debug)]
+pub(crate) enum Old {
+    /// Another build, counted now.
+    Build(PathBuf),
+    /// Counts saved earlier.
+    File(Box<Counts>, PathBuf),
+}
+
+/// What `--format json` prints and `--save` writes in this mode.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Counts {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Always [`VERSION`].
+    pub version: u32,
+    /// What was asked for; `N` is the larger run size, `reps` the repetitions.
+    pub params: Params,
+    /// The CPU the runs were pinned to.
+    pub cpu: usize,
+    /// One per lane × O × M, in report order.
+    pub cells: Vec<CountCell>,
+    /// Comparisons, with `--against` or `--baseline`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<CountChange>,
+}
+
+/// One cell's counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CountCell {
+    /// The backend, or `-`.
+    pub lock: String,
+    /// The transport.
+    pub via: String,
+    /// Channel buffers.
+    #[serde(rename = "O")]
+    pub nbuf: u64,
+    /// Senders.
+    #[serde(rename = "M")]
+    pub senders: u64,
+    /// Values per sender of the larger run (the smaller ran half as many).
+    #[serde(rename = "N")]
+    pub per_sender: u64,
+    /// Bytes per message.
+    #[serde(rename = "S")]
+    pub size: u64,
+    /// Plan 9's global channel lock.
+    pub global_lock: bool,
+    /// Rounds each process ran (warm-up included).
+    pub rounds: u64,
+    /// Ir of each repetition's smaller run.
+    pub ir_half: Vec<u64>,
+    /// Ir of each repetition's larger run.
+    pub ir_full: Vec<u64>,
+}
+
+/// One cell compared.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CountChange {
+    /// The cell's backend.
+    pub lock: String,
+    /// The cell's transport.
+    pub via: String,
+    /// What it is compared against: the other build, briefly, or `baseline`.
+    pub against: String,
+    /// Channel buffers.
+    #[serde(rename = "O")]
+    pub nbuf: u64,
+    /// Senders.
+    #[serde(rename = "M")]
+    pub senders: u64,
+    /// Old instructions per message (median over repetitions).
+    pub old_per_msg: f64,
+    /// New instructions per message.
+    pub new_per_msg: f64,
+    /// new / old.
+    pub ratio: f64,
+    /// The conclusion.
+    pub verdict: Verdict,
+}
+
+impl CountCell {
+    fn key(&self) -> Key {
+        Key {
+            lock: self.lock.clone(),
+            via: self.via.clone(),
+            nbuf: self.nbuf,
+            senders: self.senders,
+            per_sender: self.per_sender,
+            size: self.size,
+            global_lock: self.global_lock,
+        }
+    }
+
+    /// Instructions per message of each repetition.
+    pub(crate) fn per_msg(&self) -> Vec<f64> {
+        let via = self.via.parse().unwrap_or(crate::via::Via::Chan);
+        let half = via.messages(self.senders, self.per_sender / 2);
+        let full = via.messages(self.senders, self.per_sender);
+        let msgs = self.rounds.max(1) as f64 * (full - half);
+        self.ir_half
+            .iter()
+            .zip(&self.ir_full)
+            .map(|(&a, &b)| (b as f64 - a as f64) / msgs)
+            .collect()
+    }
+
+    fn median(&self) -> f64 {
+        let mut v = self.per_msg();
+        v.sort_by(f64::total_cmp);
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            median_sorted(&v)
+        }
+    }
+}
+
+impl Counts {
+    /// Reads a file `--save` wrote in this mode.
+    pub(crate) fn load(path: &Path) -> Result<Counts, Error> {
+        let name = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage!("cannot read baseline {name}: {e}"))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|_| usage!("baseline {name} is not JSON"))?;
+        match v.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            Some(crate::records::FORMAT) => {
+                return Err(usage!(
+                    "baseline {name} holds wall times: compare it without --metric \
+                     instructions, or save counts with --metric instructions --save"
+                ))
+            }
+            _ => {
+                return Err(usage!(
+                    "baseline {name} is not a chantest instructions file"
+                ))
+            }
+        }
+        let c: Counts = serde_json::from_value(v)
+            .map_err(|e| usage!("baseline {name} is not a chantest instructions file: {e}"))?;
+        if c.version != VERSION {
+            return Err(usage!(
+                "baseline {name} has schema version {} (this chantest reads {VERSION})",
+                c.version
+            ));
+        }
+        if let Some(bad) = c
+            .cells
+            .iter()
+            .find(|x| x.ir_half.is_empty() || x.ir_half.len() != x.ir_full.len())
+        {
+            return Err(usage!("baseline {name}: cell {} has no counts", bad.key()));
+        }
+        Ok(c)
+    }
+
+    fn cell(&self, key: &Key) -> Option<&CountCell> {
+        self.cells.iter().find(|c| &c.key() == key)
+    }
+
+    /// Whether any cell regressed; whether any is inconclusive.
+    pub(crate) fn status(&self) -> (bool, bool) {
+        (
+            self.changes.iter().any(|c| c.verdict == Verdict::Regressed),
+            self.changes.iter().any(|c| !c.verdict.decided()),
+        )
+    }
+}
+
+/// Whether `valgrind` is an executable file on `PATH`.
+fn valgrind_on_path() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            std::fs::metadata(d.join("valgrind"))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Refuses, before anything runs, what this mode cannot do.
+pub(crate) fn check(plan: &Plan) -> Result<(), Error> {
+    if let Some(v) = plan
+        .vias
+        .iter()
+        .find(|v| matches!(v, Via::Shm | Via::Signal))
+    {
+        return Err(usage!(
+            "--metric instructions counts one process under callgrind: --via {v} runs two"
+        ));
+    }
+    if !valgrind_on_path() {
+        return Err(usage!(
+            "--metric instructions runs each cell under valgrind's callgrind, and valgrind is \
+             not on PATH (apt-get install valgrind)"
+        ));
+    }
+    Ok(())
+}
+
+/// Counts every cell of `plan` with this build (and with `old`'s build), judges, and returns
+/// the document and its rendering in `format`.
+pub(crate) fn run(
+    plan: &Plan,
+    old: Option<&Old>,
+    threshold: f64,
+    format: Format,
+) -> Result<(Counts, String), Error> {
+    check(plan)?;
+    let this = Side::this()?;
+    let other = match old {
+        Some(Old::Build(p)) => Some(Side::other(p)),
+        _ => None,
+    };
+    let cpu = Cpus::current()
+        .map_err(|e| usage!("--metric instructions: cannot read the CPU mask: {e}"))?
+        .nth(0);
+    let dir = std::env::temp_dir().join(format!("chantest-callgrind-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| usage!("cannot create {}: {e}", dir.display()))?;
+    let counted = count_all(plan, &this, other.as_ref(), cpu, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let (mut new, theirs) = counted?;
+    match (old, theirs) {
+        (Some(Old::Build(p)), Some(theirs)) => {
+            new.judge(&theirs, &against::brief(p), threshold);
+        }
+        (Some(Old::File(saved, _)), _) => new.judge(saved, "baseline", threshold),
+        _ => {}
+    }
+    let text = match format {
+        Format::Json => serde_json::to_string_pretty(&new).unwrap_or_default() + "\n",
+        _ => render(&new, plan, threshold, old),
+    };
+    Ok((new, text))
+}
+
+/// The counts of this build and, if given, of `other`, cell by cell.
+fn count_all(
+    plan: &Plan,
+    this: &Side,
+    other: Option<&Side>,
+    cpu: usize,
+    dir: &Path,
+) -> Result<(Counts, Option<Counts>), Error> {
+    let sides: Vec<&Side> = std::iter::once(this).chain(other).collect();
+    let cells: Vec<(u64, u64, Lane)> = plan
+        .points()
+        .flat_map(|(o, m)| plan.lanes().into_iter().map(move |l| (o, m, l)))
+        .collect();
+    let mut progress = Progress::new(cells.len() * plan.reps * sides.len() * 2);
+    let mut out: Vec<Counts> = sides.iter().map(|_| empty(plan, cpu)).collect();
+    let mut slowest = None;
+    let mut seq = 0;
+    for (cell, key) in cells.iter().zip(plan.keys()) {
+        let mut per_side: Vec<CountCell> = sides
+            .iter()
+            .map(|_| CountCell {
+                lock: key.lock.clone(),
+                via: key.via.clone(),
+                nbuf: key.nbuf,
+                senders: key.senders,
+                per_sender: plan.per_sender,
+                size: key.size,
+                global_lock: key.global_lock,
+                rounds: 0,
+                ir_half: Vec::new(),
+                ir_full: Vec::new(),
+            })
+            .collect();
+        for _ in 0..plan.reps {
+            for (k, side) in sides.iter().enumerate() {
+                for (n, full) in [(plan.per_sender / 2, false), (plan.per_sender, true)] {
+                    seq += 1;
+                    let (ir, rounds) = count(
+                        plan,
+                        *cell,
+                        side,
+                        n,
+                        cpu,
+                        &dir.join(seq.to_string()),
+                        &mut slowest,
+                    )?;
+                    let c = &mut per_side[k];
+                    c.rounds = rounds;
+                    if full {
+                        c.ir_full.push(ir);
+                    } else {
+                        c.ir_half.push(ir);
+                    }
+                    progress.advance(&format_args!(
+                        "{} O={} M={}",
+                        key.lock, key.nbuf, key.senders
+                    ));
+                }
+            }
+        }
+        for (k, c) in per_side.into_iter().enumerate() {
+            out[k].cells.push(c);
+        }
+    }
+    progress.finish();
+    let mut it = out.into_iter();
+    let new = it.next().unwrap_or_else(|| empty(plan, cpu));
+    Ok((new, it.next()))
+}
+
+fn empty(plan: &Plan, cpu: usize) -> Counts {
+    let lock = |i: usize| plan.backends[i].to_string();
+    Counts {
+        format: FORMAT.into(),
+        version: VERSION,
+        params: Params {
+            locks: (0..plan.backends.len()).map(lock).collect(),
+            reference: lock(plan.reference),
+            via: plan.vias.iter().map(|v| v.name().to_string()).collect(),
+            size: plan.size as u64,
+            nbuf: plan.nbuf.values().to_vec(),
+            senders: plan.senders.values().to_vec(),
+            per_sender: plan.per_sender,
+            reps: plan.reps,
+            warmup: WARMUP,
+            global_lock: plan.global_lock,
+            pin: true,
+            stats: locks::stats::ENABLED,
+        },
+        cpu,
+        cells: Vec::new(),
+        changes: Vec::new(),
+    }
+}
+
+/// Ir of one process of `side` running `cell` with `n` values per sender under callgrind,
+/// pinned to `cpu`, and the rounds it ran.
+fn count(
+    plan: &Plan,
+    cell: (u64, u64, Lane),
+    side: &Side,
+    n: u64,
+    cpu: usize,
+    file: &Path,
+    slowest: &mut Option<Duration>,
+) -> Result<(u64, u64), Error> {
+    let sized = Plan {
+        per_sender: n,
+        pin: false,
+        ..plan.clone()
+    };
+    let args = against::args(&sized, cell, side, 1);
+    let exe = side.exe.display();
+    let shown = || format!("valgrind --tool=callgrind {exe} {}", args.join(" "));
+    let mut cmd = Command::new("valgrind");
+    // Children traced: a wrapper script's exec of the real binary is counted (what the script
+    // ran before it is lost with its image, and cancels in the difference anyway).
+    cmd.args(["-q", "--tool=callgrind", "--trace-children=yes"])
+        .arg(format!("--callgrind-out-file={}", file.display()))
+        .arg(&side.exe)
+        .args(&args);
+    let (_, m, lane) = cell;
+    let msgs = lane.via().messages(m, n) * 2.0;
+    // Callgrind runs a program some fifty times slower than it runs natively.
+    let limit = against::answer_limit(None, *slowest, msgs * 10.0);
+    let t = Instant::now();
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            // The child inherits this thread's mask: the whole process on one CPU.
+            affinity::pin_current(cpu)?;
+            child::output_within(&mut cmd, limit)
+        })
+        .join()
+    })
+    .map_err(|_| usage!("--metric instructions: the thread that ran valgrind panicked"))?
+    .map_err(|e| usage!("--metric instructions: cannot run valgrind: {e}"))?
+    .ok_or_else(|| {
+        usage!(
+            "--metric instructions: {exe} did not answer within {} under callgrind (killed \
+             it): `{}`",
+            child::secs(limit),
+            shown()
+        )
+    })?;
+    *slowest = (*slowest).max(Some(t.elapsed()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    if !out.status.success() {
+        return Err(usage!(
+            "--metric instructions: `{}` failed ({}){}{first}",
+            shown(),
+            out.status,
+            if first.is_empty() { "" } else { ": " }
+        ));
+    }
+    let doc = against::speaks(&String::from_utf8_lossy(&out.stdout)).map_err(|why| {
+        usage!(
+            "--metric instructions: {exe} does not speak chantest's results format ({} \
+             version {}): {why}",
+            crate::records::FORMAT,
+            crate::records::VERSION
+        )
+    })?;
+    let rounds = match doc.params.warmup {
+        0 => WARMUP,
+        w => w,
+    } + doc.cells.first().map_or(1, |c| c.samples.len());
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        usage!(
+            "--metric instructions: no callgrind output from `{}`: {e}",
+            shown()
+        )
+    })?;
+    let ir = totals(&text).ok_or_else(|| {
+        usage!(
+            "--metric instructions: callgrind's output {} has no totals",
+            file.display()
+        )
+    })?;
+    let _ = std::fs::remove_file(file);
+    Ok((ir, rounds as u64))
+}
+
+/// The `summary:` (or `totals:`) Ir of a callgrind output file.
+fn totals(text: &str) -> Option<u64> {
+    text.lines()
+        .filter_map(|l| {
+            l.strip_prefix("summary:")
+                .or_else(|| l.strip_prefix("totals:"))
+        })
+        .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .next_back()
+}
+
+/// The verdict of new against old counts per message (repetitions of each).
+pub(crate) fn judge(new: &[f64], old: &[f64], threshold: f64) -> (f64, Verdict) {
+    let med = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        median_sorted(&v)
+    };
+    let lo = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let ratio = med(new) / med(old);
+    let apart = lo(new) > hi(old) || hi(new) < lo(old);
+    let verdict = if !ratio.is_finite() {
+        Verdict::Inconclusive
+    } else if ratio > 1.0 + threshold {
+        if apart {
+            Verdict::Regressed
+        } else {
+            Verdict::Inconclusive
+        }
+    } else if ratio < 1.0 / (1.0 + threshold) {
+        if apart {
+            Verdict::Improved
+        } else {
+            Verdict::Inconclusive
+        }
+    } else {
+        Verdict::Ok
+    };
+    (ratio, verdict)
+}
+
+impl Counts {
+    /// Each cell against the same cell of `old`, called `name`.
+    fn judge(&mut self, old: &Counts, name: &str, threshold: f64) {
+        self.changes = self
+            .cells
+            .iter()
+            .filter_map(|new| {
+                let before = old.cell(&new.key())?;
+                let (ratio, verdict) = judge(&new.per_msg(), &before.per_msg(), threshold);
+                Some(CountChange {
+                    lock: new.lock.clone(),
+                    via: new.via.clone(),
+                    against: name.to_string(),
+                    nbuf: new.nbuf,
+                    senders: new.senders,
+                    old_per_msg: before.median(),
+                    new_per_msg: new.median(),
+                    ratio,
+                    verdict,
+                })
+            })
+            .collect();
+    }
+}
+
+/// Every cell of `plan` must be in the saved counts.
+pub(crate) fn check_cells(plan: &Plan, old: &Counts, path: &Path) -> Result<(), Error> {
+    for key in plan.keys() {
+        if old.cell(&key).is_none() {
+            return Err(usage!(
+                "baseline {} has no cell {key}; leave out -O/-M/-N/-S/--via/--lock/--global-lock \
+                 to count its own cells",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn render(c: &Counts, plan: &Plan, threshold: f64, old: Option<&Old>) -> String {
+    let n = plan.per_sender;
+    let rounds = c.cells.first().map_or(2, |x| x.rounds);
+    let mut out = format!(
+        "# instructions per message: callgrind Ir (user space, every thread, libc included), \
+         (Ir(N={n}) - Ir(N={})) / ({rounds} rounds x messages of N={}), pinned to CPU {}, median \
+         of {}; {}\n",
+        n / 2,
+        n / 2,
+        c.cpu,
+        plan.reps,
+        against::version_line(),
+    );
+    match old {
+        Some(Old::Build(p)) => {
+            let _ = writeln!(out, "# vs {}: {}", against::brief(p), p.display());
+        }
+        Some(Old::File(_, p)) => {
+            let _ = writeln!(out, "# vs baseline {}", p.display());
+        }
+        None => {}
+    }
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    if c.changes.is_empty() {
+        rows.push(
+            ["lock", "via", "O", "M", "instr/msg", "range"]
+                .map(String::from)
+                .to_vec(),
+        );
+        for cell in &c.cells {
+            let mut v = cell.per_msg();
+            v.sort_by(f64::total_cmp);
+            rows.push(vec![
+                cell.lock.clone(),
+                cell.via.clone(),
+                cell.nbuf.to_string(),
+                cell.senders.to_string(),
+                format!("{:.1}", cell.median()),
+                match (v.first(), v.last()) {
+                    (Some(a), Some(b)) if v.len() > 1 => format!("{a:.1}-{b:.1}"),
+                    _ => "-".into(),
+                },
+            ]);
+        }
+    } else {
+        rows.push(
+            [
+                "lock",
+                "via",
+                "vs",
+                "O",
+                "M",
+                "old instr/msg",
+                "new instr/msg",
+                "ratio",
+                "verdict",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        for ch in &c.changes {
+            rows.push(vec![
+                ch.lock.clone(),
+                ch.via.clone(),
+                ch.against.clone(),
+                ch.nbuf.to_string(),
+                ch.senders.to_string(),
+                format!("{:.1}", ch.old_per_msg),
+                format!("{:.1}", ch.new_per_msg),
+                format!("{:.4}", ch.ratio),
+                ch.verdict.to_string(),
+            ]);
+        }
+    }
+    out += &align(&rows);
+    if !c.changes.is_empty() {
+        let regressed = c
+            .changes
+            .iter()
+            .filter(|x| x.verdict == Verdict::Regressed)
+            .count();
+        let undecided = c.changes.iter().filter(|x| !x.verdict.decided()).count();
+        let _ = writeln!(
+            out,
+            "# {regressed} of {} cells regressed, {undecided} inconclusive (exact counts: \
+             regressed above {:.3}, improved below {:.3})",
+            c.changes.len(),
+            1.0 + threshold,
+            1.0 / (1.0 + threshold)
+        );
+    }
+    out += UNSEEN;
+    out.push('\n');
+    out
+}
+
+fn align(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(String::len)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if i < 3 {
+                    format!("{s:<w$}", w = width[i])
+                } else {
+                    format!("{s:>w$}", w = width[i])
+                }
+            })
+            .collect();
+        out += line.join("  ").trim_end();
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_callgrind_totals() {
+        let text = "events: Ir\nfn=main\n1 5\nsummary: 3365528\ntotals: 3365528\n";
+        assert_eq!(totals(text), Some(3365528));
+        assert_eq!(totals("events: Ir\n"), None);
+    }
+
+    #[test]
+    fn exact_verdicts() {
+        let t = 0.01;
+        assert_eq!(judge(&[101.5], &[100.0], t).1, Verdict::Regressed);
+        assert_eq!(judge(&[100.9], &[100.0], t).1, Verdict::Ok);
+        assert_eq!(judge(&[99.2], &[100.0], t).1, Verdict::Ok);
+        assert_eq!(judge(&[98.0], &[100.0], t).1, Verdict::Improved);
+        // Repetitions that overlap across the sides do not decide a change beyond the threshold.
+        assert_eq!(
+            judge(&[99.0, 103.0, 104.0], &[100.0, 98.5, 101.0], t).1,
+            Verdict::Inconclusive
+        );
+        assert_eq!(
+            judge(&[103.0, 103.1], &[100.0, 100.1], t).1,
+            Verdict::Regressed
+        );
+    }
+
+    #[test]
+    fn per_message_is_the_difference_of_two_sizes() {
+        let c = CountCell {
+            lock: "adaptive".into(),
+            via: "chan".into(),
+            nbuf: 10,
+            senders: 2,
+            per_sender: 1000,
+            size: 8,
+            global_lock: false,
+            rounds: 2,
+            ir_half: vec![1_000_000],
+            ir_full: vec![1_200_000],
+        };
+        // 200000 instructions over 2 rounds x 2 senders x 500 values.
+        assert_eq!(c.per_msg(), [100.0]);
+    }
+}

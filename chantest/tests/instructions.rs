@@ -1,0 +1,219 @@
+//! `--metric instructions`: counts under callgrind, judged exactly. Each run is a few small
+//! processes under valgrind (seconds); the tests that need valgrind say so and pass without
+//! it, the refusal when it is missing is tested with a PATH that lacks it.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_chantest");
+
+/// Small enough for a debug build under callgrind: a second or two per process.
+const SMALL: &str = "--metric instructions -N 2000 -O 10 -M 1 --lock adaptive";
+
+fn chantest(args: &str) -> Output {
+    Command::new(BIN)
+        .args(args.split_whitespace())
+        .output()
+        .expect("run chantest")
+}
+
+fn run(args: &str, status: i32) -> Output {
+    let o = chantest(args);
+    assert_eq!(
+        o.status.code(),
+        Some(status),
+        "chantest {args}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("utf-8")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("chantest-{}-ir-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+fn have_valgrind() -> bool {
+    let ok = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("valgrind not installed: skipped");
+    }
+    ok
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+fn one_line_usage_error(o: &Output, want: &str) {
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = stderr(o);
+    assert!(
+        err.starts_with("chantest: ") && err.contains(want),
+        "{want}: {err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+}
+
+#[test]
+fn refuses_without_valgrind() {
+    let empty = scratch("no-valgrind");
+    let o = Command::new(BIN)
+        .args(SMALL.split_whitespace())
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    one_line_usage_error(&o, "valgrind is not on PATH");
+}
+
+#[test]
+fn refuses_what_it_cannot_count() {
+    for (extra, want) in [
+        ("--compare spin,sem", "does not go with --compare"),
+        ("--budget 10s", "does not go with --budget"),
+        ("--format csv", "does not go with --format csv"),
+        ("--plain", "does not go with --plain"),
+        ("--calibrate", "does not go with --calibrate"),
+        ("--via shm", "--via shm runs two"),
+        ("--metric cycles", "invalid value 'cycles'"),
+    ] {
+        let args = format!("--metric instructions {extra}")
+            .replace("--metric instructions --metric", "--metric");
+        let o = chantest(&args);
+        one_line_usage_error(&o, want);
+    }
+}
+
+#[test]
+fn against_exit_statuses() {
+    if !have_valgrind() {
+        return;
+    }
+    let dir = scratch("against");
+    // Itself: the same counts within a fraction of a percent, ok (0).
+    let o = run(&format!("{SMALL} --against {BIN} --format json"), 0);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let ch = &v["changes"][0];
+    assert_eq!(ch["verdict"], "ok", "{ch}");
+    assert!((ch["ratio"].as_f64().unwrap() - 1.0).abs() < 0.01, "{ch}");
+    // A build whose lock busy-waits in every critical section runs many more instructions:
+    // against the build without the wait it has regressed (1). (Improved, exit 0, is tested
+    // against a doctored baseline below.)
+    let fast = script(
+        &dir,
+        "fast-chantest",
+        &format!(r#"exec {BIN} "${{@/%:hold_ns=2000/}}""#),
+    );
+    let o = run(
+        &format!("--metric instructions -N 2000 -O 10 -M 1 --lock adaptive:hold_ns=2000 --against {fast}"),
+        1,
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains("REGRESSED") && out.contains("fast-chantest"),
+        "{out}"
+    );
+    // A binary that is not chantest is refused in one line.
+    let o = chantest(&format!("{SMALL} --against /bin/true"));
+    one_line_usage_error(&o, "does not speak chantest's results format");
+}
+
+#[test]
+fn baseline_exit_statuses() {
+    if !have_valgrind() {
+        return;
+    }
+    let dir = scratch("baseline");
+    let base = dir.join("counts.json");
+    let base_s = base.display().to_string();
+    let out = stdout(&run(&format!("{SMALL} --save {base_s}"), 0));
+    assert!(out.contains("instr/msg"), "{out}");
+    assert!(out.contains("# not seen: waiting"), "{out}");
+    // The same build against its saved counts: ok (0).
+    let out = stdout(&run(
+        &format!("--metric instructions --baseline {base_s}"),
+        0,
+    ));
+    assert!(out.contains("baseline") && out.contains("ok"), "{out}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    let doctor = |name: &str, f: &dyn Fn(&mut Value)| {
+        let mut w = v.clone();
+        f(&mut w["cells"][0]);
+        let p = dir.join(name);
+        std::fs::write(&p, w.to_string()).unwrap();
+        p.display().to_string()
+    };
+    let (half, full) = (
+        v["cells"][0]["ir_half"][0].as_u64().unwrap(),
+        v["cells"][0]["ir_full"][0].as_u64().unwrap(),
+    );
+    assert_eq!(v["format"], "chantest-instructions");
+    assert!(full > half, "{v}");
+    let per = full - half;
+    // Saved counts 5 % lower per message: today's build regressed (1).
+    let lower = doctor("lower.json", &|c| {
+        c["ir_full"][0] = (half + per * 95 / 100).into()
+    });
+    let out = stdout(&run(
+        &format!("--metric instructions --baseline {lower}"),
+        1,
+    ));
+    assert!(out.contains("REGRESSED"), "{out}");
+    // Saved counts 5 % higher: improved (0).
+    let higher = doctor("higher.json", &|c| {
+        c["ir_full"][0] = (half + per * 105 / 100).into()
+    });
+    run(&format!("--metric instructions --baseline {higher}"), 0);
+    // Saved repetitions that straddle today's count, beyond the threshold: inconclusive (4).
+    let spread = doctor("spread.json", &|c| {
+        c["ir_half"] = Value::from(vec![half; 3]);
+        c["ir_full"] = Value::from(vec![
+            half + per * 90 / 100,
+            half + per * 105 / 100,
+            half + per * 120 / 100,
+        ]);
+    });
+    run(
+        &format!("--metric instructions --baseline {spread} -R 1"),
+        4,
+    );
+    // A wall-time file is not counts, and counts are not a wall-time file.
+    let times = dir.join("times.json").display().to_string();
+    run(
+        &format!("-N 300 -R 2 -M 1 --lock adaptive --save {times}"),
+        0,
+    );
+    one_line_usage_error(
+        &chantest(&format!("--metric instructions --baseline {times}")),
+        "holds wall times",
+    );
+    one_line_usage_error(
+        &chantest(&format!("--baseline {base_s}")),
+        "--metric instructions",
+    );
+    // Cells the file does not have.
+    one_line_usage_error(
+        &chantest(&format!("--metric instructions --baseline {base_s} -M 2")),
+        "has no cell",
+    );
+}
