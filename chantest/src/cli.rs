@@ -55,8 +55,6 @@ Examples:
   chantest --via shm,pipe -S 8k -N 20000   8 KiB messages between two processes (seed 000)
   chantest --via chan,unix -S 1M -N 500    1 MiB messages, every byte written and read
   chantest --via signal -N 100000          signal ping-pong: ns and cycles per signal
-  chantest soak --for 10m                  every channel operation under hostile conditions,
-                                           checked (see chantest soak --help)
 
 Transports (--via): chan runs once per --lock backend, and so do task and task-mt: the same
 channel, checks and -S, with M sender tasks and one receiver task (send_async, recv_async) on

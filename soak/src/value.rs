@@ -395,14 +395,14 @@ pub(super) fn install_panic_hook() {
         }
         if intentional {
             eprintln!(
-                "chantest: soak: a value's drop panicked (on purpose) where the user did not \
+                "chansoak: soak: a value's drop panicked (on purpose) where the user did not \
                  drop it: {}",
                 watchdog::current()
             );
         } else {
             default(info);
             eprintln!(
-                "chantest: soak: the panic came during {}",
+                "chansoak: soak: the panic came during {}",
                 watchdog::current()
             );
         }

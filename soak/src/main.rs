@@ -1,4 +1,5 @@
-//! `chantest soak`: the channels under hostile conditions, checked.
+//! `chansoak`: the channels under hostile conditions, checked (`cargo run --release -p soak --
+//! --for 10m`; it was `chantest soak` before it became a crate of its own).
 //!
 //! A run is a series of rounds until `--for` is spent (or `--messages`, `--rounds`). Each
 //! round's seed derives from the master seed ([`rng::round_seed`]) and decides everything
@@ -34,11 +35,12 @@
 //! value of its sender that another receiver took meanwhile (so that receiver sees the two
 //! out of order; see [`value`]'s order check). A [`watchdog`] names the thread or task stuck
 //! in an operation. Exit status 3 for any of these, with the round's seed:
-//! `chantest soak --seed SEED --rounds 1 --threads N` runs that round's workload again,
+//! `chansoak --seed SEED --rounds 1 --threads N` runs that round's workload again,
 //! tasks included (the interleaving, of course, is the scheduler's).
 
 mod alt;
 mod args;
+mod error;
 mod failure;
 mod ledger;
 mod plan;
@@ -53,7 +55,7 @@ mod value;
 mod watchdog;
 mod worker;
 
-use crate::error::Error;
+use error::Error;
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
@@ -61,23 +63,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use summary::Summary;
 
-/// The first argument that makes chantest run the soak.
-pub(crate) const ARG: &str = "soak";
+/// The command's name, in its messages and in the replay line a failure prints.
+pub(crate) const NAME: &str = "chansoak";
 
-/// Runs the soak if the first argument asks for it, returning the exit status; `None`
-/// otherwise.
-pub(crate) fn main_if_soak() -> Option<ExitCode> {
-    let mut args = std::env::args_os().skip(1);
-    if args.next()? != ARG {
-        return None;
-    }
-    Some(match run(args.collect()) {
+fn main() -> ExitCode {
+    match run(std::env::args_os().skip(1).collect()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("chantest: {e}");
+            eprintln!("{NAME}: {e}");
             e.exit_code()
         }
-    })
+    }
 }
 
 fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
@@ -91,7 +87,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
         watchdog::start(move |reason| {
             let s = summary.lock().unwrap_or_else(|e| e.into_inner());
             print(&s.render(false));
-            eprintln!("chantest: channel check failed: {reason}");
+            eprintln!("{NAME}: channel check failed: {reason}");
         });
     }
     let end = Instant::now() + args.duration;
@@ -108,7 +104,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
         let seed = rng::round_seed(master, round);
         let plan = plan::Plan::new(seed, args.threads, limit, args.tasks);
         let mut replay = format!(
-            "chantest soak --seed {seed:#x} --rounds 1 --threads {}",
+            "{NAME} --seed {seed:#x} --rounds 1 --threads {}",
             args.threads
         );
         match args.tasks {
@@ -132,7 +128,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
             .add(&plan, &out);
         let (failures, count) = &out.failures;
         if *count > 0 {
-            eprintln!("chantest: soak: round {round} failed, {plan}");
+            eprintln!("{NAME}: soak: round {round} failed, {plan}");
             for f in failures {
                 eprintln!("  {f}");
             }
@@ -163,7 +159,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes the report to stdout; a reader that went away (`chantest soak | head`) is no error.
+/// Writes the report to stdout; a reader that went away (`chansoak | head`) is no error.
 fn print(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());

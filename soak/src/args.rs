@@ -1,8 +1,9 @@
-//! `chantest soak` flags.
+//! `chansoak` flags.
 
 use super::plan::TaskRounds;
 use super::task::Fault;
-use crate::error::{usage, Error};
+use crate::error::{one_line, usage, Error};
+use crate::NAME;
 use clap::Parser;
 use std::ffi::OsString;
 use std::time::Duration;
@@ -16,10 +17,12 @@ pub(super) const MAX_THREADS: usize = 64;
 
 const EXAMPLES: &str = "\
 Examples:
-  chantest soak                          about 10 s, every backend, a fresh seed
-  chantest soak --for 10m                rounds until ten minutes are spent
-  chantest soak --seed 0x1f2e --rounds 1 replay the round a failure printed
-  chantest soak --threads 4 --messages 100000
+  chansoak                             about 10 s, every backend, a fresh seed
+  chansoak --for 10m                   rounds until ten minutes are spent
+  chansoak --seed 0x1f2e --rounds 1    replay the round a failure printed
+  chansoak --threads 4 --messages 100000
+
+From a checkout: cargo run --release -p soak -- --for 10m
 
 Each round draws from its seed: a backend (spin, sem, adaptive, adaptive:yield_ns=0) with a
 lock per channel or Plan 9's one global lock, 1-4 channels of capacity 0, 1, 2, 10 or 100, and
@@ -37,7 +40,7 @@ Exit status: 0 ok, 2 usage error, 3 a check failed or a thread was stuck.";
 /// lock backend, checking that no value is lost, duplicated, reordered or dropped twice, and
 /// that no thread gets stuck.
 #[derive(Debug, Parser)]
-#[command(name = "chantest soak", after_help = EXAMPLES, max_term_width = 100)]
+#[command(name = NAME, after_help = EXAMPLES, max_term_width = 100)]
 pub(super) struct Args {
     /// How long to run: rounds start until this is spent, e.g. 500ms, 10s, 10m, 1h
     #[arg(long = "for", value_name = "DURATION", value_parser = duration, default_value = DEFAULT_FOR)]
@@ -70,15 +73,15 @@ pub(super) struct Args {
     pub inject: Option<Fault>,
 }
 
-/// Parses the arguments after `soak`. Help is printed here and exits 0; any other problem is
+/// Parses the arguments (without the program's name). Help is printed here and exits 0; any other problem is
 /// one `Error::Usage` line.
 pub(super) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, Error> {
-    let argv = std::iter::once(OsString::from("chantest soak")).chain(args);
+    let argv = std::iter::once(OsString::from(NAME)).chain(args);
     Args::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => usage!(
             "soak: {}",
-            crate::cli::one_line(&e.to_string(), "chantest soak --help")
+            one_line(&e.to_string(), &format!("{NAME} --help"))
         ),
     })
 }

@@ -106,7 +106,7 @@ impl Summary {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "chantest soak: seed {:#x}, {:.1} s, {} rounds, up to {} threads",
+            "chansoak: seed {:#x}, {:.1} s, {} rounds, up to {} threads",
             self.master,
             wall.as_secs_f64(),
             self.rounds,

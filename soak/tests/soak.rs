@@ -1,4 +1,4 @@
-//! `chantest soak` as a user runs it: a short soak passes and says so, so does one whose every
+//! `chansoak` as a user runs it: a short soak passes and says so, so does one whose every
 //! round has async task workers, faults planted in task workers are caught (exit 3), bad flags
 //! are exit 2.
 //!
@@ -9,7 +9,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_chantest");
+const BIN: &str = env!("CARGO_BIN_EXE_chansoak");
 const DEADLINE: Duration = Duration::from_secs(120);
 
 struct Ran {
@@ -20,21 +20,20 @@ struct Ran {
 
 fn soak(args: &str) -> Ran {
     let mut child = Command::new(BIN)
-        .arg("soak")
         .args(args.split_whitespace())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start chantest");
+        .expect("start chansoak");
     let started = Instant::now();
     let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for chantest") {
+        if let Some(status) = child.try_wait().expect("wait for chansoak") {
             break status;
         }
         if started.elapsed() > DEADLINE {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("chantest soak {args} still running after {DEADLINE:?}");
+            panic!("chansoak {args} still running after {DEADLINE:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -67,7 +66,7 @@ fn a_short_soak_passes_and_reports() {
     assert_passed(&r);
     let out = &r.stdout;
     assert!(
-        out.starts_with("chantest soak: seed 0x1, "),
+        out.starts_with("chansoak: seed 0x1, "),
         "the seed to replay comes first:\n{out}"
     );
     for row in [
@@ -161,7 +160,7 @@ fn faults_planted_in_task_workers_are_caught() {
         "--for 10s --seed 2 --tasks always --inject drop-received",
         &[
             "was lost",
-            "replay: chantest soak --seed ",
+            "replay: chansoak --seed ",
             "--inject drop-received",
         ],
     );
@@ -171,13 +170,13 @@ fn faults_planted_in_task_workers_are_caught() {
     assert_caught(
         "--rounds 1 --seed 2 --tasks always --inject stuck-task",
         &[
-            "chantest: soak: stuck: ",
+            "chansoak: soak: stuck: ",
             "async task workers unfinished",
             "seed 0x2: ",
             // The round's first task waits on a channel of its own, hence no channel named.
             ": recv_async for ",
             "  <- an async task",
-            "replay: chantest soak --seed 0x2 --rounds 1 --threads 16 --tasks always",
+            "replay: chansoak --seed 0x2 --rounds 1 --threads 16 --tasks always",
         ],
     );
 }
@@ -199,7 +198,7 @@ fn bad_flags_are_one_line_and_exit_2() {
         let lines: Vec<&str> = r.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "soak {args}: {}", r.stderr);
         assert!(
-            lines[0].starts_with("chantest: soak: ") && lines[0].contains(want),
+            lines[0].starts_with("chansoak: soak: ") && lines[0].contains(want),
             "soak {args}: {}",
             lines[0]
         );
