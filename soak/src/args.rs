@@ -1,5 +1,6 @@
 //! `chansoak` flags.
 
+use super::hostile::Which;
 use super::plan::TaskRounds;
 use super::task::Fault;
 use crate::error::{one_line, usage, Error};
@@ -30,7 +31,8 @@ lock per channel or Plan 9's one global lock, 1-4 channels of capacity 0, 1, 2, 
 alt operations, closing channels mid-run, with values whose drop panics or re-enters a
 channel. In some rounds some workers are async tasks on a tokio runtime (send_async,
 recv_async, wait_async), mixed with threads on the same channels, dropping futures still
-pending to cancel them. Checked: every value arrives exactly once or comes back to its sender,
+pending to cancel them, polling them with wakers that panic (caught where the channel call
+that ran the wake unwinds) or re-enter a channel. Checked: every value arrives exactly once or comes back to its sender,
 in order per sender and channel, and is dropped exactly once; a watchdog reports a thread or
 task stuck for 5 s.
 
@@ -67,6 +69,10 @@ pub(super) struct Args {
     /// always, never
     #[arg(long, value_name = "WHICH", value_enum, default_value_t = TaskRounds::Some)]
     pub tasks: TaskRounds,
+
+    /// Hostile wakers in task rounds: all (panicking and re-entrant), panic, reenter, none
+    #[arg(long, value_name = "WHICH", value_enum, default_value_t = Which::All)]
+    pub hostile_wakers: Which,
 
     /// A fault planted in the task workers, to show that the checks catch it (tests only)
     #[arg(long, value_name = "FAULT", value_enum, hide = true)]
@@ -158,6 +164,11 @@ mod tests {
         let a = args("--for 10m --seed 0x1F --threads 4 --messages 9 --rounds 2 --tasks always")
             .unwrap();
         assert_eq!(a.tasks, TaskRounds::Always);
+        assert_eq!(a.hostile_wakers, Which::All);
+        assert_eq!(
+            args("--hostile-wakers reenter").unwrap().hostile_wakers,
+            Which::Reenter
+        );
         assert_eq!(a.duration, Duration::from_secs(600));
         assert_eq!(
             (a.seed, a.threads, a.messages, a.rounds),
@@ -186,6 +197,7 @@ mod tests {
             ("--rounds -1", "unexpected argument"),
             ("--bogus", "unexpected argument"),
             ("--tasks sometimes", "invalid value"),
+            ("--hostile-wakers maybe", "invalid value"),
         ] {
             let e = args(line).unwrap_err();
             assert!(e.contains(want), "{line}: {e}");

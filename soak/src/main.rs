@@ -42,6 +42,7 @@ mod alt;
 mod args;
 mod error;
 mod failure;
+mod hostile;
 mod ledger;
 mod plan;
 mod probe;
@@ -81,6 +82,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
     let master = args.seed.unwrap_or_else(rng::from_clock);
     value::install_panic_hook();
     task::inject(args.inject);
+    hostile::select(args.hostile_wakers);
     let summary = Arc::new(Mutex::new(Summary::new(master, args.threads)));
     {
         let summary = Arc::clone(&summary);
@@ -112,6 +114,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
             plan::TaskRounds::Always => replay += " --tasks always",
             plan::TaskRounds::Never => replay += " --tasks never",
         }
+        replay += hostile::flag();
         match args.inject {
             Some(task::Fault::DropReceived) => replay += " --inject drop-received",
             Some(task::Fault::StuckTask) => replay += " --inject stuck-task",
