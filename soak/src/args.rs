@@ -70,8 +70,9 @@ pub(super) struct Args {
     #[arg(long, value_name = "WHICH", value_enum, default_value_t = TaskRounds::Some)]
     pub tasks: TaskRounds,
 
-    /// Hostile wakers in task rounds: all (panicking and re-entrant), panic, reenter, none
-    #[arg(long, value_name = "WHICH", value_enum, default_value_t = Which::All)]
+    /// Hostile wakers in task rounds: all (panicking and re-entrant), but-close (all, but none
+    /// panics out of close()), panic, reenter, none
+    #[arg(long, value_name = "WHICH", value_enum, default_value_t = super::hostile::DEFAULT)]
     pub hostile_wakers: Which,
 
     /// A fault planted in the task workers, to show that the checks catch it (tests only)
@@ -164,7 +165,7 @@ mod tests {
         let a = args("--for 10m --seed 0x1F --threads 4 --messages 9 --rounds 2 --tasks always")
             .unwrap();
         assert_eq!(a.tasks, TaskRounds::Always);
-        assert_eq!(a.hostile_wakers, Which::All);
+        assert_eq!(a.hostile_wakers, super::super::hostile::DEFAULT);
         assert_eq!(
             args("--hostile-wakers reenter").unwrap().hostile_wakers,
             Which::Reenter

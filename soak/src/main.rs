@@ -89,6 +89,9 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
         watchdog::start(move |reason| {
             let s = summary.lock().unwrap_or_else(|e| e.into_inner());
             print(&s.render(false));
+            if let Some(note) = hostile::stuck_note() {
+                eprintln!("{NAME}: soak: {note}");
+            }
             eprintln!("{NAME}: channel check failed: {reason}");
         });
     }

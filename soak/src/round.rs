@@ -222,7 +222,7 @@ fn run_with<S: Strategy>(
             main.begin(Doing::op(Op::Close, Some(c)));
             // A hostile waker `close` runs may panic out of it; it closed all the same (and
             // must still have woken everyone else).
-            if guarded(Guard::Other, || ctx.chans[c].close()).unwrap_or(true) {
+            if close_guarded(&ctx.chans[c]).unwrap_or(true) {
                 out.closes += 1;
                 out.mid_run_closes += 1;
                 closed_mid_run[c] = true;
@@ -307,15 +307,29 @@ fn run_with<S: Strategy>(
     problems.into_iter().for_each(fail);
     (out.panicking_drops, out.reentrant_drops) = value::take_drop_counts();
     out.wakers = hostile::take();
-    if out.wakers.raised > out.wakers.caught {
+    let caught: u64 = out.wakers.caught.iter().sum();
+    if out.wakers.raised != caught {
         fail(format!(
-            "{} hostile waker panics were not caught where they were raised",
-            out.wakers.raised - out.wakers.caught
+            "{} hostile waker panics raised, {caught} caught",
+            out.wakers.raised
         ));
     }
     out.failures = failure::take();
     watchdog::round_end();
     Ok(out)
+}
+
+/// `close()`, guarded: `None` if it unwound from a hostile waker's panic.
+fn close_guarded<S: Strategy>(c: &Chan<Val<S>, S>) -> Option<bool> {
+    if !hostile::close_panics_on() {
+        // Unguarded: a hostile waker wakes without panicking here.
+        return Some(c.close());
+    }
+    let closed = guarded(Guard::Other, || c.close()).ok();
+    if closed.is_none() {
+        hostile::close_unwound();
+    }
+    closed
 }
 
 /// Closes every channel at the round's end; closes of channels already closed must say so.
@@ -324,10 +338,7 @@ fn close_all<S: Strategy>(chans: &[Chan<Val<S>, S>], closed_mid_run: &[bool]) ->
     let mut closed = 0;
     for (c, chan) in chans.iter().enumerate() {
         let was_closed = closed_mid_run[c];
-        match (
-            guarded(Guard::Other, || chan.close()).unwrap_or(!was_closed),
-            was_closed,
-        ) {
+        match (close_guarded(chan).unwrap_or(!was_closed), was_closed) {
             (true, false) => closed += 1,
             (false, true) => {}
             (true, true) => fail(format!("c{c}: a second close() said it closed the channel")),

@@ -181,14 +181,17 @@ impl Summary {
         let w = &self.wakers;
         let _ = writeln!(
             s,
-            "wakers {} panicking, {} re-entrant; {} panics raised, {} caught ({} receives dropped \
-             the value they took, {} sends had not sent), {} wakes spared outside a guard; {} \
-             re-entries",
+            "wakers {} panicking, {} re-entrant; {} panics raised, caught by {} sends, {} receives \
+             ({} dropped the value they took), {} other calls ({} closes, the rest drops of \
+             futures), {} sends had not sent; {} wakes spared outside a guard; {} re-entries",
             w.panicking,
             w.reentrant,
             w.raised,
-            w.caught,
+            w.caught[0],
+            w.caught[1],
             w.unwound_received,
+            w.caught[2],
+            w.closes_unwound,
             w.unwound_unsent,
             w.spared,
             w.reentries
