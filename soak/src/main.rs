@@ -21,8 +21,11 @@
 //! times and dropped, or replaced by its non-blocking form. A future dropped while pending
 //! must keep the library's promise: a send either happened or its value is dropped with the
 //! future, once (recorded as given back); a receive (or alt) already handed a value gives it
-//! back to its channel, where it must still be received. A hidden `--inject` plants a fault in
-//! the task workers (see [`task::Fault`]), for the tests to see it caught.
+//! back to its channel, where it must still be received. Those futures are polled with
+//! hostile wakers ([`hostile`], `--hostile-wakers`): some panic in `wake` (caught where the
+//! channel call that ran the wake unwinds, and accounted for), some re-enter a channel. A
+//! hidden `--inject` plants a fault in the task workers (see [`task::Fault`]), for the tests
+//! to see it caught.
 //!
 //! Checked: every value is received exactly once, or given back to its sender, or left in a
 //! channel closed and destroyed undrained, and nothing else ([`ledger`]); one receiver sees
