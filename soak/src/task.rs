@@ -321,8 +321,9 @@ impl<S: Strategy> Worker<'_, S> {
     }
 
     /// The waker the next async operation's future is polled with: the task's own, or (as the
-    /// round's odds and `--hostile-wakers` say) one that panics or re-enters a channel.
-    fn waker_kind(&mut self) -> hostile::Kind<S> {
+    /// round's odds and `--hostile-wakers` say) one that panics or re-enters a channel: mostly
+    /// `own`, the channel the future waits on, whose waker is being run.
+    fn waker_kind(&mut self, own: Option<usize>) -> hostile::Kind<S> {
         let Some(t) = self.ctx.plan.tasks.as_ref() else {
             return hostile::Kind::Plain;
         };
@@ -331,7 +332,10 @@ impl<S: Strategy> Worker<'_, S> {
             return hostile::Kind::Panics(1 + self.rng.below(3) as u32);
         }
         if hostile::reentry_on() && self.rng.chance(reenters) {
-            let target = self.rng.index(self.chans.len());
+            let target = match own {
+                Some(c) if self.rng.below(4) > 0 => c,
+                _ => self.rng.index(self.chans.len()),
+            };
             return hostile::Kind::Reenter(self.reentry(target));
         }
         hostile::Kind::Plain
@@ -372,7 +376,7 @@ impl<S: Strategy> Worker<'_, S> {
         // round's handles keep the channel open).
         let (chan, tx) = (self.chans[c].clone(), self.chans[c].clone().split().0);
         let via_sender = self.rng.chance(256);
-        let kind = self.waker_kind();
+        let kind = self.waker_kind(Some(c));
         self.counts.async_ops += 1;
         self.slot.begin(Doing::op(Op::SendAsync, Some(c)));
         let mut fut = Box::pin(match via_sender {
@@ -429,7 +433,7 @@ impl<S: Strategy> Worker<'_, S> {
         let d = self.race_timeout();
         let (chan, rx) = (self.chans[c].clone(), self.chans[c].clone().split().1);
         let via_receiver = self.rng.chance(256);
-        let kind = self.waker_kind();
+        let kind = self.waker_kind(Some(c));
         self.counts.async_ops += 1;
         self.slot.begin(Doing::op(Op::RecvAsync, Some(c)));
         let mut fut = Box::pin(match via_receiver {
@@ -468,7 +472,7 @@ impl<S: Strategy> Worker<'_, S> {
         };
         let d = self.race_timeout();
         let biased = self.rng.chance(self.ctx.plan.mix.biased);
-        let kind = self.waker_kind();
+        let kind = self.waker_kind(arms.first().map(|a| a.chan));
         self.counts.alts += 1;
         let mut cancelled = false;
         let fired = {
@@ -511,7 +515,7 @@ impl<S: Strategy> Worker<'_, S> {
             (how, _) => how,
         };
         let d = self.race_timeout();
-        let kind = self.waker_kind();
+        let kind = self.waker_kind(Some(a));
         self.counts.alts += 1;
         self.counts.async_ops += 1;
         let arms = [(false, a), (false, b)];
