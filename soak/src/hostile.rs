@@ -9,15 +9,15 @@
 //! - a panicking waker wakes its task first (the task's real waker: nothing then hangs on the
 //!   panic), then panics with [`WakerPanic`], on its first one to three wakes;
 //! - it panics only where the soak catches it: inside [`guarded`], which wraps the channel
-//!   calls of thread workers (sends, receives, closes) and the polls and drops of task
-//!   futures. Elsewhere (alts, iterators, drains, a value's re-entrant drop, another hostile
-//!   waker) the wake is spared and counted, so that no panic unwinds through code that does
-//!   not expect one;
+//!   calls of thread workers (sends, receives, alts, closes) and the polls and drops of task
+//!   send and receive futures. Elsewhere (`alt!`, async alts' polls, drains, a value's
+//!   re-entrant drop, another hostile waker) the wake is spared and counted, so that no panic
+//!   unwinds through code that does not expect one;
 //! - what the unwinding call did is accounted for: a send whose value was dropped while it
 //!   unwound did not send it (given back), else it sent it; a receive that unwound after
 //!   taking a value dropped it (received, and dropped by the unwinding: counted, no order
-//!   check); a close that unwound still closed; a future whose poll unwound is dropped as if
-//!   cancelled. Any other value dropped while unwinding is reported by the ledger;
+//!   check); an alt that unwound fired one arm, unreported; a close that unwound still closed;
+//!   a future whose poll unwound is dropped as if cancelled. Any other value dropped while unwinding is reported by the ledger;
 //! - a re-entrant waker wakes its task, then re-enters its channel as a re-entrant value's drop
 //!   does (bounded depth, values it receives checked, echoes it sends in the ledger).
 //!
@@ -118,6 +118,11 @@ pub(super) enum Guard {
     /// A receive from channel `c`: a value dropped while the call unwinds had been taken from
     /// the channel (received, then dropped by the unwinding).
     Recv(usize),
+    /// A thread's alt with receive arms on the channels of this bit mask: a value of one of
+    /// them dropped while the alt unwinds (with the `Alt`, whose arm still held it: the value
+    /// goes to the slot only after the partner's wake) had been received, as for
+    /// [`Guard::Recv`]. See [`super::alt::Ended::Unwound`].
+    Alt(u8),
     /// A call that moves no value of its own (a close, a future's drop): a value dropped while
     /// it unwinds is the ledger's to report.
     Other,
@@ -125,14 +130,17 @@ pub(super) enum Guard {
 
 thread_local! {
     static GUARD: Cell<Guard> = const { Cell::new(Guard::Off) };
+    /// Values received and dropped while this thread's guarded call unwound.
+    static UNWOUND_HERE: Cell<u32> = const { Cell::new(0) };
 }
 
 static RAISED: AtomicU64 = AtomicU64::new(0);
-/// Caught by guarded sends, receives, and the rest (closes, future drops).
-static CAUGHT: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+/// Caught by guarded sends, receives, alts, and the rest (closes, future drops).
+static CAUGHT: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 static SPARED: AtomicU64 = AtomicU64::new(0);
 static REENTRANT: AtomicU64 = AtomicU64::new(0);
-static UNWOUND_RECEIVED: AtomicU64 = AtomicU64::new(0);
+/// By receives, and by alts.
+static UNWOUND_RECEIVED: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
 static UNWOUND_UNSENT: AtomicU64 = AtomicU64::new(0);
 static WAKERS: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
 static CLOSES_UNWOUND: AtomicU64 = AtomicU64::new(0);
@@ -148,14 +156,15 @@ pub(super) struct Tally {
     pub raised: u64,
     /// Of those, caught by a guarded call (the rest would have ended the round): by sends
     /// (a thread's, or a send future's poll), receives (a thread's, or a receive future's
-    /// poll), and the rest (closes, drops of futures).
-    pub caught: [u64; 3],
+    /// poll), threads' alts, and the rest (closes, drops of futures).
+    pub caught: [u64; 4],
     /// Wakes of a panicking waker where no guard catches: woken, no panic.
     pub spared: u64,
     /// Wakes that re-entered a channel.
     pub reentries: u64,
-    /// Values a receive took and then dropped while unwinding from a waker's panic.
-    pub unwound_received: u64,
+    /// Values a receive (and an alt) took and then dropped while unwinding from a waker's
+    /// panic.
+    pub unwound_received: [u64; 2],
     /// Sends that unwound from a waker's panic without sending.
     pub unwound_unsent: u64,
     /// Closes that unwound from a waker's panic.
@@ -172,7 +181,8 @@ impl std::ops::AddAssign for Tally {
         }
         self.spared += o.spared;
         self.reentries += o.reentries;
-        self.unwound_received += o.unwound_received;
+        self.unwound_received[0] += o.unwound_received[0];
+        self.unwound_received[1] += o.unwound_received[1];
         self.unwound_unsent += o.unwound_unsent;
         self.closes_unwound += o.closes_unwound;
     }
@@ -187,7 +197,7 @@ pub(super) fn take() -> Tally {
         caught: std::array::from_fn(|i| CAUGHT[i].swap(0, Relaxed)),
         spared: SPARED.swap(0, Relaxed),
         reentries: REENTRANT.swap(0, Relaxed),
-        unwound_received: UNWOUND_RECEIVED.swap(0, Relaxed),
+        unwound_received: std::array::from_fn(|i| UNWOUND_RECEIVED[i].swap(0, Relaxed)),
         unwound_unsent: UNWOUND_UNSENT.swap(0, Relaxed),
         closes_unwound: CLOSES_UNWOUND.swap(0, Relaxed),
     }
@@ -214,12 +224,16 @@ pub(super) fn stuck_note() -> Option<String> {
 pub(super) struct Unwound {
     /// For [`Guard::Send`]: its value was dropped during the call, so it was not sent.
     pub unsent: bool,
+    /// For [`Guard::Recv`] and [`Guard::Alt`]: values the call had received and dropped while
+    /// it unwound.
+    pub received: u32,
 }
 
 /// Runs the channel call `f` so that a hostile waker it runs may panic: the panic is caught
 /// here and counted, and `Err` says the call unwound. Any other panic goes on up.
 pub(super) fn guarded<R>(guard: Guard, f: impl FnOnce() -> R) -> Result<R, Unwound> {
     let previous = GUARD.with(|g| g.replace(guard));
+    let before = UNWOUND_HERE.with(|n| n.replace(0));
     let watch = match guard {
         Guard::Send(id) => Some(value::watch(id)),
         _ => None,
@@ -227,19 +241,21 @@ pub(super) fn guarded<R>(guard: Guard, f: impl FnOnce() -> R) -> Result<R, Unwou
     let result = panic::catch_unwind(AssertUnwindSafe(f));
     GUARD.with(|g| g.set(previous));
     let unsent = watch.is_some_and(value::watched);
+    let received = UNWOUND_HERE.with(|n| n.replace(before));
     match result {
         Ok(r) => Ok(r),
         Err(p) if p.is::<WakerPanic>() => {
             let kind = match guard {
                 Guard::Send(_) => 0,
                 Guard::Recv(_) => 1,
-                _ => 2,
+                Guard::Alt(_) => 2,
+                _ => 3,
             };
             CAUGHT[kind].fetch_add(1, Relaxed);
             if unsent {
                 UNWOUND_UNSENT.fetch_add(1, Relaxed);
             }
-            Err(Unwound { unsent })
+            Err(Unwound { unsent, received })
         }
         Err(p) => panic::resume_unwind(p),
     }
@@ -258,16 +274,18 @@ pub(super) fn unguarded<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// A value is being dropped while the thread unwinds, outside any re-entrant drop: the
-/// receive channel it was taken from, if the unwinding call is a guarded receive.
-pub(super) fn unwinding_receive() -> Option<usize> {
-    match GUARD.with(Cell::get) {
-        Guard::Recv(c) => {
-            UNWOUND_RECEIVED.fetch_add(1, Relaxed);
-            Some(c)
-        }
-        _ => None,
-    }
+/// A value meant for channel `chan` is being dropped while the thread unwinds, outside any
+/// re-entrant drop: the receive channel it was taken from, if the unwinding call is a guarded
+/// receive (or alt) there.
+pub(super) fn unwinding_receive(chan: usize) -> Option<usize> {
+    let (from, by) = match GUARD.with(Cell::get) {
+        Guard::Recv(c) => (c, 0),
+        Guard::Alt(mask) if chan < 8 && mask & 1 << chan != 0 => (chan, 1),
+        _ => return None,
+    };
+    UNWOUND_RECEIVED[by].fetch_add(1, Relaxed);
+    UNWOUND_HERE.with(|n| n.set(n.get() + 1));
+    Some(from)
 }
 
 /// Whether a panic is a hostile waker's.

@@ -182,15 +182,18 @@ impl Summary {
         let _ = writeln!(
             s,
             "wakers {} panicking, {} re-entrant; {} panics raised, caught by {} sends, {} receives \
-             ({} dropped the value they took), {} other calls ({} closes, the rest drops of \
-             futures), {} sends had not sent; {} wakes spared outside a guard; {} re-entries",
+             ({} dropped the value they took), {} alts ({} dropped the value they took), {} other \
+             calls ({} closes, the rest drops of futures), {} sends had not sent; {} wakes spared \
+             outside a guard; {} re-entries",
             w.panicking,
             w.reentrant,
             w.raised,
             w.caught[0],
             w.caught[1],
-            w.unwound_received,
+            w.unwound_received[0],
             w.caught[2],
+            w.unwound_received[1],
+            w.caught[3],
             w.closes_unwound,
             w.unwound_unsent,
             w.spared,

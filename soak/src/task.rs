@@ -30,7 +30,7 @@
 //! its own record of the order it has received values in ([`Scoped`]), since a thread of a
 //! multi-thread runtime polls several tasks.
 
-use super::alt::{arms_of, Side};
+use super::alt::{arms_of, Ended, Side};
 use super::failure::{fail, panic_message};
 use super::hostile::{self, guarded, Guard, Polled, Unwound};
 use super::ledger;
@@ -389,7 +389,7 @@ impl<S: Strategy> Worker<'_, S> {
             gave_up => {
                 // Pending, or its poll unwound from a waker's panic (having dropped the value
                 // unsent, or not): dropped as if cancelled.
-                let unsent = matches!(gave_up, Some(Err(Unwound { unsent: true })));
+                let unsent = matches!(gave_up, Some(Err(Unwound { unsent: true, .. })));
                 self.slot.begin(Doing::op(Op::Cancel, Some(c)));
                 if drop_watching(id, || drop(fut)) || unsent {
                     ledger::global().returned(id);
@@ -502,7 +502,11 @@ impl<S: Strategy> Worker<'_, S> {
         if cancelled {
             self.counts.cancelled_alts += 1;
         }
-        self.settle(&arms, slots, fired, cancelled);
+        let ended = match cancelled {
+            true => Ended::Cancelled,
+            false => Ended::Returned,
+        };
+        self.settle(&arms, slots, fired, ended);
     }
 
     /// `alt!(async; ..)` over two receive arms: awaited when one is `home`, else raced or

@@ -133,7 +133,7 @@ impl<S: Strategy> Drop for Val<S> {
         // Dropped by a receive that is unwinding from a hostile waker's panic: it had taken
         // this value from its channel.
         if std::thread::panicking() && DEPTH.with(Cell::get) == 0 {
-            if let Some(c) = hostile::unwinding_receive() {
+            if let Some(c) = hostile::unwinding_receive(usize::from(self.chan)) {
                 check_received(self, c, false);
             }
         }
