@@ -75,6 +75,11 @@ pub(super) struct Args {
     #[arg(long, value_name = "WHICH", value_enum, default_value_t = super::hostile::DEFAULT)]
     pub hostile_wakers: Which,
 
+    /// A value a receive or an alt took, then dropped while unwinding from a waker's panic,
+    /// counts as lost rather than received (for a library that gives it back first)
+    #[arg(long, hide = true)]
+    pub strict_wakers: bool,
+
     /// A fault planted in the task workers, to show that the checks catch it (tests only)
     #[arg(long, value_name = "FAULT", value_enum, hide = true)]
     pub inject: Option<Fault>,

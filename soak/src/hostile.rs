@@ -32,7 +32,7 @@ use std::cell::Cell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -63,6 +63,14 @@ pub(super) enum Which {
 pub(super) const DEFAULT: Which = Which::ButClose;
 
 static WHICH: AtomicU8 = AtomicU8::new(DEFAULT as u8);
+static STRICT: AtomicBool = AtomicBool::new(false);
+
+/// `--strict-wakers`: a value that a receive or an alt took and then dropped while it unwound
+/// from a waker's panic counts as lost (not as received), for a library that gives such a
+/// value back to its channel before the panic goes on.
+pub(super) fn strict(on: bool) {
+    STRICT.store(on, Relaxed);
+}
 
 /// Selects the hostile wakers for the rest of the run.
 pub(super) fn select(which: Which) {
@@ -95,15 +103,20 @@ pub(super) fn reentry_on() -> bool {
 }
 
 /// The flag that selects what is on, for a replay line; empty for the default.
-pub(super) fn flag() -> &'static str {
-    match which() {
+pub(super) fn flag() -> String {
+    let strict = match STRICT.load(Relaxed) {
+        true => " --strict-wakers",
+        false => "",
+    };
+    let which = match which() {
         w if w == DEFAULT => "",
         Which::All => " --hostile-wakers all",
         Which::ButClose => " --hostile-wakers but-close",
         Which::Panic => " --hostile-wakers panic",
         Which::Reenter => " --hostile-wakers reenter",
         Which::None => " --hostile-wakers none",
-    }
+    };
+    format!("{which}{strict}")
 }
 
 /// What the running thread's guarded channel call is: what a value dropped while it unwinds
@@ -278,6 +291,9 @@ pub(super) fn unguarded<R>(f: impl FnOnce() -> R) -> R {
 /// re-entrant drop: the receive channel it was taken from, if the unwinding call is a guarded
 /// receive (or alt) there.
 pub(super) fn unwinding_receive(chan: usize) -> Option<usize> {
+    if STRICT.load(Relaxed) {
+        return None;
+    }
     let (from, by) = match GUARD.with(Cell::get) {
         Guard::Recv(c) => (c, 0),
         Guard::Alt(mask) if chan < 8 && mask & 1 << chan != 0 => (chan, 1),

@@ -86,6 +86,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
     value::install_panic_hook();
     task::inject(args.inject);
     hostile::select(args.hostile_wakers);
+    hostile::strict(args.strict_wakers);
     let summary = Arc::new(Mutex::new(Summary::new(master, args.threads)));
     {
         let summary = Arc::clone(&summary);
@@ -120,7 +121,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
             plan::TaskRounds::Always => replay += " --tasks always",
             plan::TaskRounds::Never => replay += " --tasks never",
         }
-        replay += hostile::flag();
+        replay += &hostile::flag();
         match args.inject {
             Some(task::Fault::DropReceived) => replay += " --inject drop-received",
             Some(task::Fault::StuckTask) => replay += " --inject stuck-task",
