@@ -70,8 +70,8 @@ pub(super) struct Args {
     #[arg(long, value_name = "WHICH", value_enum, default_value_t = TaskRounds::Some)]
     pub tasks: TaskRounds,
 
-    /// Hostile wakers in task rounds: all (panicking and re-entrant), but-close (all, but none
-    /// panics out of close()), panic, reenter, none
+    /// Hostile wakers in task rounds: all (panicking and re-entrant), spare-known (all, but
+    /// none panics out of close() or a cancelled receive's drop), panic, reenter, none
     #[arg(long, value_name = "WHICH", value_enum, default_value_t = super::hostile::DEFAULT)]
     pub hostile_wakers: Which,
 

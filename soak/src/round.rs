@@ -321,7 +321,7 @@ fn run_with<S: Strategy>(
 
 /// `close()`, guarded: `None` if it unwound from a hostile waker's panic.
 fn close_guarded<S: Strategy>(c: &Chan<Val<S>, S>) -> Option<bool> {
-    if !hostile::close_panics_on() {
+    if !hostile::known_panics_on() {
         // Unguarded: a hostile waker wakes without panicking here.
         return Some(c.close());
     }

@@ -454,8 +454,12 @@ impl<S: Strategy> Worker<'_, S> {
                 // Counted first: `len` may show the value given back at once.
                 value::may_have_given_back(c);
                 // A value it gives back may wake a hostile waker, which may panic: the value
-                // must be in the channel by then.
-                let _ = guarded(Guard::Other, || drop(fut));
+                // must be in the channel by then (and nothing may still write to the future).
+                if hostile::known_panics_on() {
+                    let _ = guarded(Guard::Other, || drop(fut));
+                } else {
+                    drop(fut);
+                }
                 self.counts.cancelled_recvs += 1;
             }
         }

@@ -179,7 +179,9 @@ fn hostile_wakers_panic_and_reenter_and_every_panic_is_caught() {
 /// then let the panic go on. Today it stops at the first panicking waker and the waiters
 /// behind it sleep for ever (issue 18's third defect): every short soak with `all` hangs, and
 /// the watchdog ends it with exit 3. Un-ignore once that is fixed, and make `all` the default
-/// (`hostile::DEFAULT`).
+/// (`hostile::DEFAULT`) once the second defect is fixed too: a cancelled receive future whose
+/// drop unwinds from a waker's panic is freed while its claimer still writes to it
+/// (AddressSanitizer shows the use-after-free in a soak that lets those drops panic).
 #[test]
 #[ignore = "close() stops at the first panicking waker (issue 18, defect 3)"]
 fn panicking_wakers_in_close_leave_nobody_asleep() {
