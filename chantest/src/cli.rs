@@ -71,8 +71,6 @@ Examples:
   chantest --via task,kanal-async,tokio -O 1,10 -M 1,8 --format markdown --per-process
                                            tasks, ours beside the async peers, each run in a
                                            fresh process, as markdown (benches/grid.sh)
-  chantest soak --for 10m                  every channel operation under hostile conditions,
-                                           checked (see chantest soak --help)
 
 Transports (--via): chan runs once per --lock backend, and so do task and task-mt: the same
 channel, checks and -S, with M sender tasks and one receiver task (send_async, recv_async) on

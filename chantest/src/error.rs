@@ -5,7 +5,7 @@
 //! | 0 | ran; nothing regressed (every compared cell ok: its interval rules out a slowdown beyond `--threshold`) |
 //! | 1 | ran; a cell regressed (`--baseline`, `--compare`, `--against`) |
 //! | 2 | usage: bad flags, unreadable or mismatched baseline, unwritable output, no threads |
-//! | 3 | a channel or transport lost, duplicated, reordered or corrupted a value, or a transport failed mid-run (its peer process died, a read failed); `chantest soak`: any failed check, or a thread stuck |
+//! | 3 | a channel or transport lost, duplicated, reordered or corrupted a value, or a transport failed mid-run (its peer process died, a read failed) |
 //! | 4 | ran; no cell regressed, but at least one is inconclusive: the data neither show a regression nor rule one out (more repetitions, or a `--budget`, may decide) |
 
 use std::fmt;

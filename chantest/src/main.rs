@@ -17,8 +17,9 @@
 //!   running code.
 //!
 //! The two-process transports start chantest again as their peer (`chantest --peer …`, see
-//! [`via::peer`]), which is recognised here before any flag is parsed. So is `chantest soak
-//! …` ([`soak`]), the stress test under hostile conditions, which has flags of its own.
+//! [`via::peer`]), which is recognised here before any flag is parsed. The stress test under
+//! hostile conditions, once `chantest soak`, is a crate of its own (`cargo run --release -p
+//! soak --`); `chantest soak` now says so and exits 2.
 
 mod affinity;
 mod against;
@@ -38,7 +39,6 @@ mod records;
 mod report;
 mod rerun;
 mod run;
-mod soak;
 mod verdict;
 mod via;
 
@@ -52,8 +52,11 @@ fn main() -> ExitCode {
     if let Some(code) = via::main_if_peer() {
         return code;
     }
-    if let Some(code) = soak::main_if_soak() {
-        return code;
+    if std::env::args_os().nth(1).is_some_and(|a| a == "soak") {
+        eprintln!(
+            "chantest: the soak is a crate of its own now: cargo run --release -p soak -- [FLAGS]"
+        );
+        return ExitCode::from(2);
     }
     match run() {
         Ok(code) => code,

@@ -7,6 +7,7 @@
 //! buffered), or during unwinding.
 
 use super::failure::{fail, thread_name};
+use super::hostile::{self, Guard};
 use super::ledger::{self, Kind, Origin};
 use super::plan::MAX_CHANS;
 use super::watchdog::{self, Doing, Op};
@@ -129,8 +130,15 @@ impl<S: Strategy> Drop for Val<S> {
                 w.set((Some(self.id), true));
             }
         });
+        // Dropped by a receive that is unwinding from a hostile waker's panic: it had taken
+        // this value from its channel.
+        if std::thread::panicking() && DEPTH.with(Cell::get) == 0 {
+            if let Some(c) = hostile::unwinding_receive(usize::from(self.chan)) {
+                check_received(self, c, false);
+            }
+        }
         if let Some(r) = self.reenter.take() {
-            reenter(r, self.id);
+            hostile::unguarded(|| reenter(&r, Some(self.id)));
         }
         // A second panic while unwinding would abort the process and hide the first.
         if self.panics && !std::thread::panicking() {
@@ -139,25 +147,33 @@ impl<S: Strategy> Drop for Val<S> {
     }
 }
 
-fn reenter<S: Strategy>(r: Reentry<S>, id: u32) {
+/// What a hostile waker does when it re-enters: as a re-entrant value's drop would.
+pub(super) fn reenter_from_waker<S: Strategy>(r: &Reentry<S>) {
+    reenter(r, None);
+}
+
+/// Re-enters `r`'s channel, from the drop of value `id` (or from a waker, `None`).
+fn reenter<S: Strategy>(r: &Reentry<S>, id: Option<u32>) {
     let depth = DEPTH.with(Cell::get);
     if depth >= MAX_DEPTH {
         return;
     }
     DEPTH.with(|d| d.set(depth + 1));
-    REENTRANT_DROPS.fetch_add(1, Relaxed);
+    if id.is_some() {
+        REENTRANT_DROPS.fetch_add(1, Relaxed);
+    }
     let c = &r.chan;
     let at = Some(r.index);
     if matches!(r.how, How::Len | How::All) {
-        let _g = watchdog::inner(Doing::op(Op::Len, at), id);
+        let _g = id.map(|id| watchdog::inner(Doing::op(Op::Len, at), id));
         check_len(c, r.index);
     }
     if matches!(r.how, How::NbSend | How::All) {
-        let _g = watchdog::inner(Doing::op(Op::NbSend, at), id);
+        let _g = id.map(|id| watchdog::inner(Doing::op(Op::NbSend, at), id));
         echo(c, r.index);
     }
     if matches!(r.how, How::NbRecv | How::All) {
-        let _g = watchdog::inner(Doing::op(Op::NbRecv, at), id);
+        let _g = id.map(|id| watchdog::inner(Doing::op(Op::NbRecv, at), id));
         if let Ok(v) = c.nbrecv() {
             accept(v, r.index);
         }
@@ -220,6 +236,13 @@ pub(super) fn check_len<S: Strategy>(c: &Chan<Val<S>, S>, index: usize) {
 
 /// A value received from channel `from`: checks it and drops it on the user's side.
 pub(super) fn accept<S: Strategy>(v: Val<S>, from: usize) {
+    check_received(&v, from, DEPTH.with(Cell::get) == 0);
+    user_drop(v);
+}
+
+/// Records `v` as received from channel `from` and checks it: never sent twice, on its
+/// channel, and (if `ordered`: a plain receive) in its sender's order.
+fn check_received<S: Strategy>(v: &Val<S>, from: usize, ordered: bool) {
     let ledger = ledger::global();
     let who = || format!("thread `{}`", thread_name());
     if v.stale {
@@ -245,15 +268,15 @@ pub(super) fn accept<S: Strategy>(v: Val<S>, from: usize) {
                 v.id,
                 ledger.origin(v.id)
             ));
-        } else if v.lane != ECHO_LANE && DEPTH.with(Cell::get) == 0 {
-            // A value received inside a drop cannot be ordered against the receive this
-            // thread has in progress (an alt whose fired slot is read after the stale value
-            // beside it was dropped), so only the values of plain receives are ordered.
-            check_order(&v, &who);
+        } else if v.lane != ECHO_LANE && ordered {
+            // A value received inside a drop (or a waker) cannot be ordered against the
+            // receive this thread has in progress (an alt whose fired slot is read after the
+            // stale value beside it was dropped), so only the values of plain receives are
+            // ordered; so is one a receive dropped while it unwound.
+            check_order(v, &who);
         }
         watchdog::tick();
     }
-    user_drop(v);
 }
 
 /// FIFO per sender and channel, as one receiver sees it: sequence numbers only rise. (Across
@@ -329,12 +352,17 @@ pub(super) fn late_arrivals() -> [(u64, u64); MAX_CHANS] {
 /// it sent it) and says whether value `id` was dropped meanwhile on this thread: whether the
 /// future dropped it, unsent. A panic from the value's drop is caught and counted, as in
 /// [`user_drop`].
+///
+/// A hostile waker the drop runs may panic; that is caught too (as [`Guard::Other`]: the value
+/// was dropped unsent if it was dropped at all).
 pub(super) fn drop_watching(id: u32, f: impl FnOnce()) -> bool {
-    WATCH.with(|w| w.set((Some(id), false)));
+    let watching = watch(id);
     CATCHING.with(|c| c.set(c.get() + 1));
-    let result = panic::catch_unwind(AssertUnwindSafe(f));
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        let _ = hostile::guarded(Guard::Other, f);
+    }));
     CATCHING.with(|c| c.set(c.get() - 1));
-    let (_, dropped) = WATCH.with(|w| w.replace((None, false)));
+    let dropped = watched(watching);
     match result {
         Err(p) if p.is::<IntentionalPanic>() => {
             PANICKING_DROPS.fetch_add(1, Relaxed);
@@ -343,6 +371,20 @@ pub(super) fn drop_watching(id: u32, f: impl FnOnce()) -> bool {
         Ok(()) => {}
     }
     dropped
+}
+
+/// Watches for value `id`'s drop on this thread until [`watched`].
+pub(super) fn watch(id: u32) -> Watch {
+    Watch(WATCH.with(|w| w.replace((Some(id), false))))
+}
+
+/// What [`watch`] replaced.
+#[derive(Debug)]
+pub(super) struct Watch((Option<u32>, bool));
+
+/// Stops watching; whether the value was dropped meanwhile.
+pub(super) fn watched(w: Watch) -> bool {
+    WATCH.with(|x| x.replace(w.0)).1
 }
 
 /// Drops `v` as a user would: a panic from its drop is caught here and counted.
@@ -389,20 +431,24 @@ pub(super) fn take_drop_counts() -> (u64, u64) {
 pub(super) fn install_panic_hook() {
     let default = panic::take_hook();
     panic::set_hook(Box::new(move |info| {
+        // A hostile waker panics only inside a guarded call, which catches it.
+        if hostile::is_waker_panic(info.payload()) {
+            return;
+        }
         let intentional = info.payload().is::<IntentionalPanic>();
         if intentional && CATCHING.try_with(Cell::get).unwrap_or(0) > 0 {
             return;
         }
         if intentional {
             eprintln!(
-                "chantest: soak: a value's drop panicked (on purpose) where the user did not \
+                "chansoak: soak: a value's drop panicked (on purpose) where the user did not \
                  drop it: {}",
                 watchdog::current()
             );
         } else {
             default(info);
             eprintln!(
-                "chantest: soak: the panic came during {}",
+                "chansoak: soak: the panic came during {}",
                 watchdog::current()
             );
         }

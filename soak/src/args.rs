@@ -1,8 +1,10 @@
-//! `chantest soak` flags.
+//! `chansoak` flags.
 
+use super::hostile::Which;
 use super::plan::TaskRounds;
 use super::task::Fault;
-use crate::error::{usage, Error};
+use crate::error::{one_line, usage, Error};
+use crate::NAME;
 use clap::Parser;
 use std::ffi::OsString;
 use std::time::Duration;
@@ -16,10 +18,12 @@ pub(super) const MAX_THREADS: usize = 64;
 
 const EXAMPLES: &str = "\
 Examples:
-  chantest soak                          about 10 s, every backend, a fresh seed
-  chantest soak --for 10m                rounds until ten minutes are spent
-  chantest soak --seed 0x1f2e --rounds 1 replay the round a failure printed
-  chantest soak --threads 4 --messages 100000
+  chansoak                             about 10 s, every backend, a fresh seed
+  chansoak --for 10m                   rounds until ten minutes are spent
+  chansoak --seed 0x1f2e --rounds 1    replay the round a failure printed
+  chansoak --threads 4 --messages 100000
+
+From a checkout: cargo run --release -p soak -- --for 10m
 
 Each round draws from its seed: a backend (spin, sem, adaptive, adaptive:yield_ns=0) with a
 lock per channel or Plan 9's one global lock, 1-4 channels of capacity 0, 1, 2, 10 or 100, and
@@ -27,7 +31,8 @@ lock per channel or Plan 9's one global lock, 1-4 channels of capacity 0, 1, 2, 
 alt operations, closing channels mid-run, with values whose drop panics or re-enters a
 channel. In some rounds some workers are async tasks on a tokio runtime (send_async,
 recv_async, wait_async), mixed with threads on the same channels, dropping futures still
-pending to cancel them. Checked: every value arrives exactly once or comes back to its sender,
+pending to cancel them, polling them with wakers that panic (caught where the channel call
+that ran the wake unwinds) or re-enter a channel. Checked: every value arrives exactly once or comes back to its sender,
 in order per sender and channel, and is dropped exactly once; a watchdog reports a thread or
 task stuck for 5 s.
 
@@ -37,7 +42,7 @@ Exit status: 0 ok, 2 usage error, 3 a check failed or a thread was stuck.";
 /// lock backend, checking that no value is lost, duplicated, reordered or dropped twice, and
 /// that no thread gets stuck.
 #[derive(Debug, Parser)]
-#[command(name = "chantest soak", after_help = EXAMPLES, max_term_width = 100)]
+#[command(name = NAME, after_help = EXAMPLES, max_term_width = 100)]
 pub(super) struct Args {
     /// How long to run: rounds start until this is spent, e.g. 500ms, 10s, 10m, 1h
     #[arg(long = "for", value_name = "DURATION", value_parser = duration, default_value = DEFAULT_FOR)]
@@ -65,20 +70,30 @@ pub(super) struct Args {
     #[arg(long, value_name = "WHICH", value_enum, default_value_t = TaskRounds::Some)]
     pub tasks: TaskRounds,
 
+    /// Hostile wakers in task rounds: all (panicking and re-entrant), spare-known (all, but
+    /// none panics out of close() or a cancelled receive's drop), panic, reenter, none
+    #[arg(long, value_name = "WHICH", value_enum, default_value_t = super::hostile::DEFAULT)]
+    pub hostile_wakers: Which,
+
+    /// A value a receive or an alt took, then dropped while unwinding from a waker's panic,
+    /// counts as lost rather than received (for a library that gives it back first)
+    #[arg(long, hide = true)]
+    pub strict_wakers: bool,
+
     /// A fault planted in the task workers, to show that the checks catch it (tests only)
     #[arg(long, value_name = "FAULT", value_enum, hide = true)]
     pub inject: Option<Fault>,
 }
 
-/// Parses the arguments after `soak`. Help is printed here and exits 0; any other problem is
+/// Parses the arguments (without the program's name). Help is printed here and exits 0; any other problem is
 /// one `Error::Usage` line.
 pub(super) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, Error> {
-    let argv = std::iter::once(OsString::from("chantest soak")).chain(args);
+    let argv = std::iter::once(OsString::from(NAME)).chain(args);
     Args::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => usage!(
             "soak: {}",
-            crate::cli::one_line(&e.to_string(), "chantest soak --help")
+            one_line(&e.to_string(), &format!("{NAME} --help"))
         ),
     })
 }
@@ -155,6 +170,11 @@ mod tests {
         let a = args("--for 10m --seed 0x1F --threads 4 --messages 9 --rounds 2 --tasks always")
             .unwrap();
         assert_eq!(a.tasks, TaskRounds::Always);
+        assert_eq!(a.hostile_wakers, super::super::hostile::DEFAULT);
+        assert_eq!(
+            args("--hostile-wakers reenter").unwrap().hostile_wakers,
+            Which::Reenter
+        );
         assert_eq!(a.duration, Duration::from_secs(600));
         assert_eq!(
             (a.seed, a.threads, a.messages, a.rounds),
@@ -183,6 +203,7 @@ mod tests {
             ("--rounds -1", "unexpected argument"),
             ("--bogus", "unexpected argument"),
             ("--tasks sometimes", "invalid value"),
+            ("--hostile-wakers maybe", "invalid value"),
         ] {
             let e = args(line).unwrap_err();
             assert!(e.contains(want), "{line}: {e}");

@@ -54,6 +54,8 @@ fn thread_only() -> String {
 pub(super) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if p.is::<super::value::IntentionalPanic>() {
         "a value's intentional drop panic".into()
+    } else if super::hostile::is_waker_panic(p) {
+        "a hostile waker's intentional panic, not caught".into()
     } else if let Some(s) = p.downcast_ref::<&str>() {
         (*s).into()
     } else if let Some(s) = p.downcast_ref::<String>() {

@@ -1,4 +1,5 @@
-//! `chantest soak`: the channels under hostile conditions, checked.
+//! `chansoak`: the channels under hostile conditions, checked (`cargo run --release -p soak --
+//! --for 10m`; it was `chantest soak` before it became a crate of its own).
 //!
 //! A run is a series of rounds until `--for` is spent (or `--messages`, `--rounds`). Each
 //! round's seed derives from the master seed ([`rng::round_seed`]) and decides everything
@@ -20,8 +21,11 @@
 //! times and dropped, or replaced by its non-blocking form. A future dropped while pending
 //! must keep the library's promise: a send either happened or its value is dropped with the
 //! future, once (recorded as given back); a receive (or alt) already handed a value gives it
-//! back to its channel, where it must still be received. A hidden `--inject` plants a fault in
-//! the task workers (see [`task::Fault`]), for the tests to see it caught.
+//! back to its channel, where it must still be received. Those futures are polled with
+//! hostile wakers ([`hostile`], `--hostile-wakers`): some panic in `wake` (caught where the
+//! channel call that ran the wake unwinds, and accounted for), some re-enter a channel. A
+//! hidden `--inject` plants a fault in the task workers (see [`task::Fault`]), for the tests
+//! to see it caught.
 //!
 //! Checked: every value is received exactly once, or given back to its sender, or left in a
 //! channel closed and destroyed undrained, and nothing else ([`ledger`]); one receiver sees
@@ -34,12 +38,14 @@
 //! value of its sender that another receiver took meanwhile (so that receiver sees the two
 //! out of order; see [`value`]'s order check). A [`watchdog`] names the thread or task stuck
 //! in an operation. Exit status 3 for any of these, with the round's seed:
-//! `chantest soak --seed SEED --rounds 1 --threads N` runs that round's workload again,
+//! `chansoak --seed SEED --rounds 1 --threads N` runs that round's workload again,
 //! tasks included (the interleaving, of course, is the scheduler's).
 
 mod alt;
 mod args;
+mod error;
 mod failure;
+mod hostile;
 mod ledger;
 mod plan;
 mod probe;
@@ -53,7 +59,7 @@ mod value;
 mod watchdog;
 mod worker;
 
-use crate::error::Error;
+use error::Error;
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
@@ -61,23 +67,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use summary::Summary;
 
-/// The first argument that makes chantest run the soak.
-pub(crate) const ARG: &str = "soak";
+/// The command's name, in its messages and in the replay line a failure prints.
+pub(crate) const NAME: &str = "chansoak";
 
-/// Runs the soak if the first argument asks for it, returning the exit status; `None`
-/// otherwise.
-pub(crate) fn main_if_soak() -> Option<ExitCode> {
-    let mut args = std::env::args_os().skip(1);
-    if args.next()? != ARG {
-        return None;
-    }
-    Some(match run(args.collect()) {
+fn main() -> ExitCode {
+    match run(std::env::args_os().skip(1).collect()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("chantest: {e}");
+            eprintln!("{NAME}: {e}");
             e.exit_code()
         }
-    })
+    }
 }
 
 fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
@@ -85,13 +85,18 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
     let master = args.seed.unwrap_or_else(rng::from_clock);
     value::install_panic_hook();
     task::inject(args.inject);
+    hostile::select(args.hostile_wakers);
+    hostile::strict(args.strict_wakers);
     let summary = Arc::new(Mutex::new(Summary::new(master, args.threads)));
     {
         let summary = Arc::clone(&summary);
         watchdog::start(move |reason| {
             let s = summary.lock().unwrap_or_else(|e| e.into_inner());
             print(&s.render(false));
-            eprintln!("chantest: channel check failed: {reason}");
+            if let Some(note) = hostile::stuck_note() {
+                eprintln!("{NAME}: soak: {note}");
+            }
+            eprintln!("{NAME}: channel check failed: {reason}");
         });
     }
     let end = Instant::now() + args.duration;
@@ -108,7 +113,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
         let seed = rng::round_seed(master, round);
         let plan = plan::Plan::new(seed, args.threads, limit, args.tasks);
         let mut replay = format!(
-            "chantest soak --seed {seed:#x} --rounds 1 --threads {}",
+            "{NAME} --seed {seed:#x} --rounds 1 --threads {}",
             args.threads
         );
         match args.tasks {
@@ -116,6 +121,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
             plan::TaskRounds::Always => replay += " --tasks always",
             plan::TaskRounds::Never => replay += " --tasks never",
         }
+        replay += &hostile::flag();
         match args.inject {
             Some(task::Fault::DropReceived) => replay += " --inject drop-received",
             Some(task::Fault::StuckTask) => replay += " --inject stuck-task",
@@ -132,7 +138,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
             .add(&plan, &out);
         let (failures, count) = &out.failures;
         if *count > 0 {
-            eprintln!("chantest: soak: round {round} failed, {plan}");
+            eprintln!("{NAME}: soak: round {round} failed, {plan}");
             for f in failures {
                 eprintln!("  {f}");
             }
@@ -163,7 +169,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes the report to stdout; a reader that went away (`chantest soak | head`) is no error.
+/// Writes the report to stdout; a reader that went away (`chansoak | head`) is no error.
 fn print(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());

@@ -2,6 +2,7 @@
 //! at the end), and the checks once everything is joined and destroyed.
 
 use super::failure::{self, fail, panic_message};
+use super::hostile::{self, guarded, Guard};
 use super::ledger::{self, Tally};
 use super::plan::{Plan, Role};
 use super::probe::Probe;
@@ -62,6 +63,8 @@ pub(super) struct Outcome {
     /// Values that arrived after a later value of their sender, given back by a dropped
     /// receive future (see [`value::late_arrivals`]).
     pub late: u64,
+    /// What hostile wakers did.
+    pub wakers: hostile::Tally,
     /// The first few failed checks, and how many there were in all.
     pub failures: (Vec<String>, usize),
 }
@@ -113,6 +116,7 @@ fn run_with<S: Strategy>(
     ledger::global().reset();
     failure::take();
     value::take_drop_counts();
+    hostile::take();
     value::reset_thread();
     value::round_begin(plan.tasks.is_some());
     let start = Instant::now();
@@ -216,7 +220,9 @@ fn run_with<S: Strategy>(
             *due = false;
             let c = close.chan;
             main.begin(Doing::op(Op::Close, Some(c)));
-            if ctx.chans[c].close() {
+            // A hostile waker `close` runs may panic out of it; it closed all the same (and
+            // must still have woken everyone else).
+            if close_guarded(&ctx.chans[c]).unwrap_or(true) {
                 out.closes += 1;
                 out.mid_run_closes += 1;
                 closed_mid_run[c] = true;
@@ -300,9 +306,30 @@ fn run_with<S: Strategy>(
     out.tally = tally;
     problems.into_iter().for_each(fail);
     (out.panicking_drops, out.reentrant_drops) = value::take_drop_counts();
+    out.wakers = hostile::take();
+    let caught: u64 = out.wakers.caught.iter().sum();
+    if out.wakers.raised != caught {
+        fail(format!(
+            "{} hostile waker panics raised, {caught} caught",
+            out.wakers.raised
+        ));
+    }
     out.failures = failure::take();
     watchdog::round_end();
     Ok(out)
+}
+
+/// `close()`, guarded: `None` if it unwound from a hostile waker's panic.
+fn close_guarded<S: Strategy>(c: &Chan<Val<S>, S>) -> Option<bool> {
+    if !hostile::known_panics_on() {
+        // Unguarded: a hostile waker wakes without panicking here.
+        return Some(c.close());
+    }
+    let closed = guarded(Guard::Other, || c.close()).ok();
+    if closed.is_none() {
+        hostile::close_unwound();
+    }
+    closed
 }
 
 /// Closes every channel at the round's end; closes of channels already closed must say so.
@@ -311,7 +338,7 @@ fn close_all<S: Strategy>(chans: &[Chan<Val<S>, S>], closed_mid_run: &[bool]) ->
     let mut closed = 0;
     for (c, chan) in chans.iter().enumerate() {
         let was_closed = closed_mid_run[c];
-        match (chan.close(), was_closed) {
+        match (close_guarded(chan).unwrap_or(!was_closed), was_closed) {
             (true, false) => closed += 1,
             (false, true) => {}
             (true, true) => fail(format!("c{c}: a second close() said it closed the channel")),

@@ -405,7 +405,7 @@ pub(super) fn start(on_stuck: impl Fn(&str) + Send + 'static) {
         .spawn(move || watch(on_stuck));
     // Without a watchdog the soak still checks everything; a hang would just not be named.
     if let Err(e) = spawned {
-        eprintln!("chantest: soak: cannot start the watchdog ({e}); a stuck thread will hang");
+        eprintln!("chansoak: soak: cannot start the watchdog ({e}); a stuck thread will hang");
     }
 }
 
@@ -463,7 +463,7 @@ fn watch(on_stuck: impl Fn(&str)) {
             0 => reason,
             n => format!("{reason}; {n} async task workers unfinished"),
         };
-        eprintln!("chantest: soak: stuck: {reason}");
+        eprintln!("chansoak: soak: stuck: {reason}");
         eprintln!("  in {}", b.round);
         eprintln!(
             "  each unfinished thread's and task's operation, and how long it has been in it:"

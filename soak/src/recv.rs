@@ -9,6 +9,7 @@
 
 use super::alt::Side;
 use super::failure;
+use super::hostile::{guarded, Guard};
 use super::value::{accept, check_len};
 use super::watchdog::{Doing, Op};
 use super::worker::Worker;
@@ -82,48 +83,56 @@ impl<S: Strategy> Worker<'_, S> {
         let kind = self.rng.weighted(&self.ctx.plan.mix.recv);
         let any = self.recv_chan();
         match (kind, home) {
+            // The receives are guarded: a hostile waker they run may panic out of them (see
+            // `hostile`), dropping the value they took.
             (0, Some(h)) => {
                 self.slot.begin(Doing::op(Op::Recv, Some(h)));
-                if let Ok(v) = self.chans[h].recv() {
+                if let Ok(Ok(v)) = guarded(Guard::Recv(h), || self.chans[h].recv()) {
                     accept(v, h);
                 }
             }
             (1, _) => {
                 self.slot.begin(Doing::op(Op::NbRecv, Some(any)));
-                match self.chans[any].nbrecv() {
-                    Ok(v) => accept(v, any),
-                    Err(TryRecvError::Empty | TryRecvError::Closed) => {}
+                match guarded(Guard::Recv(any), || self.chans[any].nbrecv()) {
+                    Ok(Ok(v)) => accept(v, any),
+                    Ok(Err(TryRecvError::Empty | TryRecvError::Closed)) | Err(_) => {}
                 }
             }
             (4, Some(h)) => {
                 let n = 1 + self.rng.index(8);
                 self.slot.begin(Doing::op(Op::Iter, Some(h)));
-                for v in self.chans[h].iter().take(n) {
-                    accept(v, h);
-                }
+                let _ = guarded(Guard::Recv(h), || {
+                    for v in self.chans[h].iter().take(n) {
+                        accept(v, h);
+                    }
+                });
             }
             // Without a home, the blocking kinds become timed ones.
             (0 | 2 | 3 | 4, _) => {
                 let d = self.timeout();
-                let r = if kind == 3 {
-                    self.slot.begin(Doing::op(Op::RecvDeadline, Some(any)));
-                    self.chans[any].recv_deadline(Instant::now() + d)
-                } else {
-                    self.slot.begin(Doing::op(Op::RecvTimeout, Some(any)));
-                    self.chans[any].recv_timeout(d)
-                };
+                let r = guarded(Guard::Recv(any), || {
+                    if kind == 3 {
+                        self.slot.begin(Doing::op(Op::RecvDeadline, Some(any)));
+                        self.chans[any].recv_deadline(Instant::now() + d)
+                    } else {
+                        self.slot.begin(Doing::op(Op::RecvTimeout, Some(any)));
+                        self.chans[any].recv_timeout(d)
+                    }
+                });
                 match r {
-                    Ok(v) => accept(v, any),
-                    Err(RecvTimeoutError::Timeout) => self.counts.timeouts += 1,
-                    Err(RecvTimeoutError::Closed) => {}
+                    Ok(Ok(v)) => accept(v, any),
+                    Ok(Err(RecvTimeoutError::Timeout)) => self.counts.timeouts += 1,
+                    Ok(Err(RecvTimeoutError::Closed)) | Err(_) => {}
                 }
             }
             (5, _) => {
                 let n = 1 + self.rng.index(16);
                 self.slot.begin(Doing::op(Op::TryIter, Some(any)));
-                for v in self.chans[any].try_iter().take(n) {
-                    accept(v, any);
-                }
+                let _ = guarded(Guard::Recv(any), || {
+                    for v in self.chans[any].try_iter().take(n) {
+                        accept(v, any);
+                    }
+                });
             }
             (6, _) => self.alt_op(match home {
                 Some(h) => Side::Recv { home: h },

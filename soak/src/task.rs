@@ -30,8 +30,9 @@
 //! its own record of the order it has received values in ([`Scoped`]), since a thread of a
 //! multi-thread runtime polls several tasks.
 
-use super::alt::{arms_of, Side};
+use super::alt::{arms_of, Ended, Side};
 use super::failure::{fail, panic_message};
+use super::hostile::{self, guarded, Guard, Polled, Unwound};
 use super::ledger;
 use super::plan::{AsyncWait, Role, LANES};
 use super::round::{Ctx, Leaving};
@@ -204,9 +205,18 @@ impl<F: Future> Future for Scoped<F> {
     }
 }
 
-/// Waits for `fut` as `how` says; `None` if it was still pending when the task gave up on it
-/// (it has then been polled at least once, so it may be queued: dropping it cancels).
-async fn drive<F: Future>(mut fut: Pin<&mut F>, how: AsyncWait, d: Duration) -> Option<F::Output> {
+/// Waits for `fut` as `how` says, polling it with a waker of `kind` under `guard` (see
+/// [`Polled`]); `None` if it was still pending when the task gave up on it (it has then been
+/// polled at least once, so it may be queued: dropping it cancels), `Some(Err(_))` if a poll
+/// unwound from a hostile waker's panic (the future is then to be dropped, as if cancelled).
+async fn drive<F: Future, S: Strategy>(
+    fut: Pin<&mut F>,
+    how: AsyncWait,
+    d: Duration,
+    kind: hostile::Kind<S>,
+    guard: Guard,
+) -> Option<Result<F::Output, Unwound>> {
+    let mut fut = std::pin::pin!(Polled::new(fut, kind, guard));
     match how {
         AsyncWait::Await | AsyncWait::Try => Some(fut.await),
         AsyncWait::Race => tokio::time::timeout(d, fut).await.ok(),
@@ -310,6 +320,27 @@ impl<S: Strategy> Worker<'_, S> {
         }
     }
 
+    /// The waker the next async operation's future is polled with: the task's own, or (as the
+    /// round's odds and `--hostile-wakers` say) one that panics or re-enters a channel: mostly
+    /// `own`, the channel the future waits on, whose waker is being run.
+    fn waker_kind(&mut self, own: Option<usize>) -> hostile::Kind<S> {
+        let Some(t) = self.ctx.plan.tasks.as_ref() else {
+            return hostile::Kind::Plain;
+        };
+        let [panics, reenters] = t.hostile;
+        if hostile::panics_on() && self.rng.chance(panics) {
+            return hostile::Kind::Panics(1 + self.rng.below(3) as u32);
+        }
+        if hostile::reentry_on() && self.rng.chance(reenters) {
+            let target = match own {
+                Some(c) if self.rng.below(4) > 0 => c,
+                _ => self.rng.index(self.chans.len()),
+            };
+            return hostile::Kind::Reenter(self.reentry(target));
+        }
+        hostile::Kind::Plain
+    }
+
     /// The timer of a raced operation: the round's short timeouts, or a millisecond or two
     /// (tokio's timer resolution).
     fn race_timeout(&mut self) -> Duration {
@@ -333,10 +364,11 @@ impl<S: Strategy> Worker<'_, S> {
         let how = self.how();
         if how == AsyncWait::Try {
             self.slot.begin(Doing::op(Op::NbSend, Some(c)));
-            return match self.chans[c].nbsend(v) {
-                Ok(()) => self.sent(id),
-                Err(TrySendError::Full(v)) => self.put_back(lane, c, v),
-                Err(TrySendError::Closed(v)) => self.closed(c, v),
+            return match guarded(Guard::Send(id), || self.chans[c].nbsend(v)) {
+                Ok(Ok(())) => self.sent(id),
+                Ok(Err(TrySendError::Full(v))) => self.put_back(lane, c, v),
+                Ok(Err(TrySendError::Closed(v))) => self.closed(c, v),
+                Err(u) => self.sent_unwound(id, u),
             };
         }
         let d = self.race_timeout();
@@ -344,18 +376,22 @@ impl<S: Strategy> Worker<'_, S> {
         // round's handles keep the channel open).
         let (chan, tx) = (self.chans[c].clone(), self.chans[c].clone().split().0);
         let via_sender = self.rng.chance(256);
+        let kind = self.waker_kind(Some(c));
         self.counts.async_ops += 1;
         self.slot.begin(Doing::op(Op::SendAsync, Some(c)));
         let mut fut = Box::pin(match via_sender {
             true => tx.send_async(v),
             false => chan.send_async(v),
         });
-        match drive(fut.as_mut(), how, d).await {
-            Some(Ok(())) => self.sent(id),
-            Some(Err(SendError(v))) => self.closed(c, v),
-            None => {
+        match drive(fut.as_mut(), how, d, kind, Guard::Send(id)).await {
+            Some(Ok(Ok(()))) => self.sent(id),
+            Some(Ok(Err(SendError(v)))) => self.closed(c, v),
+            gave_up => {
+                // Pending, or its poll unwound from a waker's panic (having dropped the value
+                // unsent, or not): dropped as if cancelled.
+                let unsent = matches!(gave_up, Some(Err(Unwound { unsent: true, .. })));
                 self.slot.begin(Doing::op(Op::Cancel, Some(c)));
-                if drop_watching(id, || drop(fut)) {
+                if drop_watching(id, || drop(fut)) || unsent {
                     ledger::global().returned(id);
                     self.counts.cancelled_unsent += 1;
                 } else {
@@ -389,32 +425,41 @@ impl<S: Strategy> Worker<'_, S> {
         };
         if how == AsyncWait::Try {
             self.slot.begin(Doing::op(Op::NbRecv, Some(c)));
-            return match self.chans[c].nbrecv() {
-                Ok(v) => accept(v, c),
-                Err(TryRecvError::Empty | TryRecvError::Closed) => {}
+            return match guarded(Guard::Recv(c), || self.chans[c].nbrecv()) {
+                Ok(Ok(v)) => accept(v, c),
+                Ok(Err(TryRecvError::Empty | TryRecvError::Closed)) | Err(_) => {}
             };
         }
         let d = self.race_timeout();
         let (chan, rx) = (self.chans[c].clone(), self.chans[c].clone().split().1);
         let via_receiver = self.rng.chance(256);
+        let kind = self.waker_kind(Some(c));
         self.counts.async_ops += 1;
         self.slot.begin(Doing::op(Op::RecvAsync, Some(c)));
         let mut fut = Box::pin(match via_receiver {
             true => rx.recv_async(),
             false => chan.recv_async(),
         });
-        match drive(fut.as_mut(), how, d).await {
-            Some(Ok(v)) if injected(Fault::DropReceived) && !self.fault_planted => {
+        match drive(fut.as_mut(), how, d, kind, Guard::Recv(c)).await {
+            Some(Ok(Ok(v))) if injected(Fault::DropReceived) && !self.fault_planted => {
                 self.fault_planted = true;
                 user_drop(v);
             }
-            Some(Ok(v)) => accept(v, c),
-            Some(Err(_)) => {}
-            None => {
+            Some(Ok(Ok(v))) => accept(v, c),
+            Some(Ok(Err(_))) => {}
+            // Pending, or its poll unwound from a waker's panic (a value it had taken then
+            // dropped with the unwinding, counted): dropped as if cancelled.
+            None | Some(Err(_)) => {
                 self.slot.begin(Doing::op(Op::Cancel, Some(c)));
                 // Counted first: `len` may show the value given back at once.
                 value::may_have_given_back(c);
-                drop(fut);
+                // A value it gives back may wake a hostile waker, which may panic: the value
+                // must be in the channel by then (and nothing may still write to the future).
+                if hostile::known_panics_on() {
+                    let _ = guarded(Guard::Other, || drop(fut));
+                } else {
+                    drop(fut);
+                }
                 self.counts.cancelled_recvs += 1;
             }
         }
@@ -431,6 +476,7 @@ impl<S: Strategy> Worker<'_, S> {
         };
         let d = self.race_timeout();
         let biased = self.rng.chance(self.ctx.plan.mix.biased);
+        let kind = self.waker_kind(arms.first().map(|a| a.chan));
         self.counts.alts += 1;
         let mut cancelled = false;
         let fired = {
@@ -441,7 +487,10 @@ impl<S: Strategy> Worker<'_, S> {
             } else {
                 self.slot.begin(Doing::alt(Op::AltAsync, arms_of(&arms)));
                 let mut fut = Box::pin(alt.wait_async());
-                let fired = drive(fut.as_mut(), how, d).await;
+                // Unguarded: the alt's own poll spares its hostile waker (and any partner's).
+                let fired = drive(fut.as_mut(), how, d, kind, Guard::Off)
+                    .await
+                    .and_then(Result::ok);
                 if fired.is_none() {
                     self.slot.begin(Doing::alt(Op::Cancel, arms_of(&arms)));
                     gave_back_maybe(arms.iter().filter(|a| !a.send).map(|a| a.chan));
@@ -457,7 +506,11 @@ impl<S: Strategy> Worker<'_, S> {
         if cancelled {
             self.counts.cancelled_alts += 1;
         }
-        self.settle(&arms, slots, fired, cancelled);
+        let ended = match cancelled {
+            true => Ended::Cancelled,
+            false => Ended::Returned,
+        };
+        self.settle(&arms, slots, fired, ended);
     }
 
     /// `alt!(async; ..)` over two receive arms: awaited when one is `home`, else raced or
@@ -470,6 +523,7 @@ impl<S: Strategy> Worker<'_, S> {
             (how, _) => how,
         };
         let d = self.race_timeout();
+        let kind = self.waker_kind(Some(a));
         self.counts.alts += 1;
         self.counts.async_ops += 1;
         let arms = [(false, a), (false, b)];
@@ -481,7 +535,10 @@ impl<S: Strategy> Worker<'_, S> {
                 recv(cb) -> r => { r.ok().map(|v| (v, b)) },
             }
         });
-        match drive(fut.as_mut(), how, d).await {
+        match drive(fut.as_mut(), how, d, kind, Guard::Off)
+            .await
+            .and_then(Result::ok)
+        {
             Some(Some((v, c))) => accept(v, c),
             Some(None) => {}
             None => {

@@ -4,9 +4,11 @@
 //! Afterwards every arm's slot is checked against what the alt reported: a send arm that
 //! fired has given up its value and the others still hold theirs; a receive arm that fired
 //! holds a fresh value and the others hold what they held before (nothing, or their stale
-//! value).
+//! value). An alt that unwound from a hostile waker's panic (see [`super::hostile`]) fired
+//! one arm, unreported.
 
 use super::failure::{fail, thread_name};
+use super::hostile::{guarded, Guard};
 use super::plan::LANES;
 use super::value::{accept, user_drop, Val};
 use super::watchdog::{Doing, Op, MAX_ARMS};
@@ -49,6 +51,25 @@ pub(super) fn arms_of(arms: &[Arm]) -> impl Iterator<Item = (bool, usize)> + '_ 
     arms.iter().map(|a| (a.send, a.chan))
 }
 
+/// How the wait on an alt ended, for [`Worker::settle`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ended {
+    /// It returned what fired, if anything.
+    Returned,
+    /// An async alt's future was dropped while pending: one send arm may have fired
+    /// unreported (its value gone, sent); a receive arm that fired gave its value back.
+    Cancelled,
+    /// The wait unwound from a hostile waker's panic, which a partner's wake raised after the
+    /// alt fired: at most one arm fired, unreported (a send arm's value gone, sent; a receive
+    /// arm's value in its slot, or `received` of them dropped while the alt unwound: the
+    /// library moves the value into the slot only after the wake).
+    Unwound {
+        /// Values received and dropped while the alt unwound.
+        received: u32,
+    },
+}
+
+#[derive(Clone, Copy)]
 enum Wait {
     Block,
     Try,
@@ -78,7 +99,7 @@ impl<S: Strategy> Worker<'_, S> {
         self.counts.alts += 1;
 
         let fired = {
-            let mut alt = self.alt_over(&arms, &mut slots, biased);
+            let alt = self.alt_over(&arms, &mut slots, biased);
             let op = match wait {
                 Wait::Block => Op::AltWait,
                 Wait::Try => Op::AltTryWait,
@@ -86,17 +107,36 @@ impl<S: Strategy> Worker<'_, S> {
                 Wait::Deadline(_) => Op::AltWaitDeadline,
             };
             self.slot.begin(Doing::alt(op, arms_of(&arms)));
-            match wait {
-                Wait::Block => Some(alt.wait()),
-                Wait::Try => alt.try_wait(),
-                Wait::Timeout(d) => alt.wait_timeout(d),
-                Wait::Deadline(d) => alt.wait_deadline(Instant::now() + d),
-            }
+            let recv_mask = arms
+                .iter()
+                .filter(|a| !a.send)
+                .fold(0u8, |m, a| m | 1 << a.chan);
+            // A hostile waker this alt runs may panic out of it: the slots are ours, outside;
+            // the `Alt` is dropped inside, while it unwinds (a value its fired arm still held
+            // is then dropped as received: see `Guard::Alt`).
+            guarded(Guard::Alt(recv_mask), move || {
+                let mut alt = alt;
+                match wait {
+                    Wait::Block => Some(alt.wait()),
+                    Wait::Try => alt.try_wait(),
+                    Wait::Timeout(d) => alt.wait_timeout(d),
+                    Wait::Deadline(d) => alt.wait_deadline(Instant::now() + d),
+                }
+            })
         };
-        if fired.is_none() && !matches!(wait, Wait::Try) {
+        let (fired, ended) = match fired {
+            Ok(fired) => (fired, Ended::Returned),
+            Err(u) => (
+                None,
+                Ended::Unwound {
+                    received: u.received,
+                },
+            ),
+        };
+        if fired.is_none() && ended == Ended::Returned && !matches!(wait, Wait::Try) {
             self.counts.timeouts += 1;
         }
-        self.settle(&arms, slots, fired, false);
+        self.settle(&arms, slots, fired, ended);
     }
 
     /// Draws an alt's arms for `side`, with their slots, and whether waiting on them without
@@ -133,7 +173,7 @@ impl<S: Strategy> Worker<'_, S> {
         }
         let sending = slots.iter().zip(&arms).any(|(s, a)| a.send && s.is_some());
         if matches!(side, Side::Send) && !sending {
-            self.settle(&arms, slots, None, false);
+            self.settle(&arms, slots, None, Ended::Returned);
             return None;
         }
         // Waiting without a bound is safe only where some other thread is bound to act: a
@@ -200,18 +240,27 @@ impl<S: Strategy> Worker<'_, S> {
         slots.push(v);
     }
 
-    /// Reads every slot after the alt, checking it against `fired`. After a `cancelled` wait
-    /// (an async alt's future dropped while pending) one send arm may have fired unreported:
-    /// its value is gone, sent; a receive arm that fired gave its value back to its channel,
-    /// so no slot may hold a fresh value.
+    /// Reads every slot after the alt, checking it against `fired` and how the wait `ended`.
     pub(super) fn settle(
         &mut self,
         arms: &[Arm],
         slots: Vec<Option<Val<S>>>,
         fired: Option<Fired>,
-        cancelled: bool,
+        ended: Ended,
     ) {
-        let mut sent_unreported = 0;
+        let cancelled = ended == Ended::Cancelled;
+        let (unwound, dropped_received) = match ended {
+            Ended::Unwound { received } => (true, received),
+            _ => (false, 0),
+        };
+        if dropped_received > 1 {
+            fail(format!(
+                "thread `{}`: an alt that unwound dropped {dropped_received} received values",
+                thread_name()
+            ));
+        }
+        // Arms that fired unreported: at most one.
+        let mut sent_unreported = dropped_received;
         let what = || {
             let arms: Vec<String> = arms
                 .iter()
@@ -238,9 +287,11 @@ impl<S: Strategy> Worker<'_, S> {
                         Some(id) => self.sent(id),
                         None => fail(format!("{}: disabled arm {i} fired", what())),
                     },
-                    None if cancelled && a.id.is_some() && sent_unreported == 0 => {
+                    None if (cancelled || unwound) && a.id.is_some() && sent_unreported == 0 => {
                         sent_unreported += 1;
-                        self.counts.cancelled_alt_sends += 1;
+                        if cancelled {
+                            self.counts.cancelled_alt_sends += 1;
+                        }
                         self.sent(a.id.unwrap_or_default());
                     }
                     None => {
@@ -248,9 +299,13 @@ impl<S: Strategy> Worker<'_, S> {
                             fail(format!(
                                 "{}: arm {i} (value #{id}) lost its value without firing{}",
                                 what(),
-                                match (closed, cancelled) {
+                                match (closed, ended) {
                                     (true, _) => " (reported closed)",
-                                    (_, true) => " (a second send arm of a cancelled alt)",
+                                    (_, Ended::Cancelled) =>
+                                        " (a second send arm of a cancelled alt)",
+                                    (_, Ended::Unwound { .. }) => {
+                                        " (a second arm of an alt that unwound)"
+                                    }
                                     _ => "",
                                 }
                             ));
@@ -281,11 +336,18 @@ impl<S: Strategy> Worker<'_, S> {
                         user_drop(v);
                     }
                     Some(v) => {
-                        if !completed {
+                        if unwound && sent_unreported == 0 {
+                            sent_unreported += 1;
+                        } else if !completed {
                             fail(format!(
-                                "{}: value #{} landed in arm {i}, which did not fire",
+                                "{}: value #{} landed in arm {i}, which did not fire{}",
                                 what(),
-                                v.id()
+                                v.id(),
+                                if unwound {
+                                    " (a second arm of an alt that unwound)"
+                                } else {
+                                    ""
+                                }
                             ));
                         }
                         accept(v, a.chan);

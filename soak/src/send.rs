@@ -1,6 +1,7 @@
 //! A worker's sends: blocking, non-blocking, timed, through a temporary clone, or an alt.
 
 use super::alt::Side;
+use super::hostile::{guarded, Guard};
 use super::plan::LANES;
 use super::watchdog::{Doing, Op};
 use super::worker::Worker;
@@ -22,7 +23,8 @@ impl<S: Strategy> Worker<'_, S> {
         };
         let id = v.id();
         let at = Some(c);
-        let result = match kind {
+        // A hostile waker this send runs may panic out of it (see `hostile`).
+        let result = guarded(Guard::Send(id), || match kind {
             0 => {
                 self.slot.begin(Doing::op(Op::Send, at));
                 self.chans[c].send(v).map_err(|SendError(v)| (v, true))
@@ -60,11 +62,12 @@ impl<S: Strategy> Worker<'_, S> {
                 drop(tmp);
                 r
             }
-        };
+        });
         match result {
-            Ok(()) => self.sent(id),
-            Err((v, true)) => self.closed(c, v),
-            Err((v, false)) => self.put_back(lane, c, v),
+            Ok(Ok(())) => self.sent(id),
+            Ok(Err((v, true))) => self.closed(c, v),
+            Ok(Err((v, false))) => self.put_back(lane, c, v),
+            Err(u) => self.sent_unwound(id, u),
         }
     }
 }

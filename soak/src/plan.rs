@@ -98,6 +98,9 @@ pub(super) struct Tasks {
     pub wait: [u32; 4],
     /// The most polls before a drop.
     pub polls: u32,
+    /// Per 1024 futures, how many are polled with a waker that panics, and with one that
+    /// re-enters a channel (see [`super::hostile`]; `--hostile-wakers` may turn either off).
+    pub hostile: [u32; 2],
 }
 
 impl Tasks {
@@ -132,12 +135,14 @@ impl Tasks {
         let mut w = |n: u64| 1 + r.below(n) as u32;
         let wait = [w(8), w(6), w(6), w(3)];
         let polls = [1, 2, 4][r.index(3)];
+        let hostile = [[16, 128, 512][r.index(3)], [16, 128, 512][r.index(3)]];
         Some(Tasks {
             multi,
             task,
             local,
             wait,
             polls,
+            hostile,
         })
     }
 
@@ -371,8 +376,11 @@ impl fmt::Display for Plan {
                 .collect();
             write!(
                 f,
-                "; workers {} are tasks on {runtime} (s: spawned, the rest local)",
-                tasks.join(", ")
+                "; workers {} are tasks on {runtime} (s: spawned, the rest local), wakers \
+                 {}/1024 panicking, {}/1024 re-entrant",
+                tasks.join(", "),
+                t.hostile[0],
+                t.hostile[1]
             )?;
         }
         Ok(())

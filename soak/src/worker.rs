@@ -7,6 +7,7 @@
 //! when the round ends, is abandoned: recorded as returned and dropped on the user's side.
 
 use super::failure;
+use super::hostile::Unwound;
 use super::ledger::{self, Kind, Origin};
 use super::plan::{Role, LANES};
 use super::rng::Rng;
@@ -257,6 +258,16 @@ impl<'a, S: Strategy> Worker<'a, S> {
     pub(super) fn sent(&mut self, id: u32) {
         ledger::global().sent(id);
         self.slot.tick();
+    }
+
+    /// A send of value `id` unwound from a hostile waker's panic: it sent the value unless it
+    /// dropped it.
+    pub(super) fn sent_unwound(&mut self, id: u32, u: Unwound) {
+        if u.unsent {
+            ledger::global().returned(id);
+        } else {
+            self.sent(id);
+        }
     }
 
     /// Channel `c` gave `v` back because it is closed: it and every value in hand for `c` are

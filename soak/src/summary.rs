@@ -1,5 +1,6 @@
 //! The report at the end: what ran, per lock configuration, and what happened.
 
+use super::hostile;
 use super::plan::{config, Plan};
 use super::rng::CONFIGS;
 use super::round::Outcome;
@@ -39,6 +40,7 @@ pub(super) struct Summary {
     task_workers: u64,
     counts: Counts,
     late: u64,
+    wakers: hostile::Tally,
 }
 
 impl Summary {
@@ -68,6 +70,7 @@ impl Summary {
             task_workers: 0,
             counts: Counts::default(),
             late: 0,
+            wakers: hostile::Tally::default(),
         }
     }
 
@@ -98,6 +101,7 @@ impl Summary {
         }
         self.counts += o.counts;
         self.late += o.late;
+        self.wakers += o.wakers;
     }
 
     /// The report, ending in `ok` or `FAILED`.
@@ -106,7 +110,7 @@ impl Summary {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "chantest soak: seed {:#x}, {:.1} s, {} rounds, up to {} threads",
+            "chansoak: seed {:#x}, {:.1} s, {} rounds, up to {} threads",
             self.master,
             wall.as_secs_f64(),
             self.rounds,
@@ -173,6 +177,27 @@ impl Summary {
             c.cancelled_alts,
             c.cancelled_alt_sends,
             self.late
+        );
+        let w = &self.wakers;
+        let _ = writeln!(
+            s,
+            "wakers {} panicking, {} re-entrant; {} panics raised, caught by {} sends, {} receives \
+             ({} dropped the value they took), {} alts ({} dropped the value they took), {} other \
+             calls ({} closes, the rest drops of futures), {} sends had not sent; {} wakes spared \
+             outside a guard; {} re-entries",
+            w.panicking,
+            w.reentrant,
+            w.raised,
+            w.caught[0],
+            w.caught[1],
+            w.unwound_received[0],
+            w.caught[2],
+            w.unwound_received[1],
+            w.caught[3],
+            w.closes_unwound,
+            w.unwound_unsent,
+            w.spared,
+            w.reentries
         );
         s.push_str(if ok { "ok\n" } else { "FAILED\n" });
         s
