@@ -501,9 +501,11 @@ impl<'a, L: Strategy> Alt<'a, L> {
         let mut held = Held::lock(arms, lock_order);
         if let Some((fired, w)) = held.poll(poll_order) {
             drop(held);
-            wake(w);
+            // The value reaches the caller's place before the partner's wake-up, which is
+            // user code: if it panics, a received value is not lost with the unwinding alt.
             let arm = &mut arms[fired.index];
             arm.finish();
+            wake(w);
             arm.release();
             return Some(fired);
         }

@@ -474,6 +474,32 @@ impl<T, L: Strategy> Shared<T, L> {
         self.summary.load(Acquire)
     }
 
+    /// Hands a received value `v` to its receiver after waking `w`, the sender the receive
+    /// claimed (whose value it took, or who refilled the slot it freed). The wake-up is user
+    /// code: if it panics, `v` goes back to the channel (to a waiting receiver, else to the
+    /// front of the buffer) before the panic goes on, so a value whose send returned `Ok` is
+    /// not lost with the unwinding receive.
+    #[inline]
+    pub(crate) fn deliver(&self, v: T, w: Option<Wake<L::Waiter>>) -> T {
+        match w {
+            None => v,
+            Some(w) => self.deliver_after_wake(v, w),
+        }
+    }
+
+    #[inline(never)]
+    fn deliver_after_wake(&self, v: T, w: Wake<L::Waiter>) -> T {
+        match catch_unwind(AssertUnwindSafe(|| w.wake())) {
+            Ok(()) => v,
+            Err(p) => {
+                let back = self.lock().return_value(v);
+                // A second panic here would abort: ours goes on either way.
+                wake(back);
+                resume_unwind(p)
+            }
+        }
+    }
+
     /// Marks the channel closed (if it was not) and wakes every blocked party that the close
     /// ends: senders, and receivers unless a lent value may still come back to them. One
     /// claim per lock hold, woken outside it: nobody new can queue once the channel is
@@ -893,8 +919,7 @@ impl<T, L: Strategy> Chan<T, L> {
     fn recv_locked(&self, mut st: Locked<'_, T, L>, wait: Wait) -> Result<T, RecvFail> {
         if let Some((v, w)) = st.try_recv() {
             drop(st);
-            wake(w);
-            return Ok(v);
+            return Ok(self.shared.deliver(v, w));
         }
         if st.recv_closed() {
             return Err(RecvFail::Closed);

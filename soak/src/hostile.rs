@@ -152,6 +152,10 @@ thread_local! {
     static GUARD: Cell<Guard> = const { Cell::new(Guard::Off) };
     /// Values received and dropped while this thread's guarded call unwound.
     static UNWOUND_HERE: Cell<u32> = const { Cell::new(0) };
+    /// Waker panics raised on this thread during its guarded call: one call may run several
+    /// (a `close` wakes every waiter and resumes the first panic; a receive whose wake
+    /// panics gives its value back, which may wake another), and all end in its one unwind.
+    static RAISED_HERE: Cell<u64> = const { Cell::new(0) };
 }
 
 static RAISED: AtomicU64 = AtomicU64::new(0);
@@ -254,6 +258,7 @@ pub(super) struct Unwound {
 pub(super) fn guarded<R>(guard: Guard, f: impl FnOnce() -> R) -> Result<R, Unwound> {
     let previous = GUARD.with(|g| g.replace(guard));
     let before = UNWOUND_HERE.with(|n| n.replace(0));
+    let raised_before = RAISED_HERE.with(|n| n.replace(0));
     let watch = match guard {
         Guard::Send(id) => Some(value::watch(id)),
         _ => None,
@@ -262,6 +267,7 @@ pub(super) fn guarded<R>(guard: Guard, f: impl FnOnce() -> R) -> Result<R, Unwou
     GUARD.with(|g| g.set(previous));
     let unsent = watch.is_some_and(value::watched);
     let received = UNWOUND_HERE.with(|n| n.replace(before));
+    let raised_here = RAISED_HERE.with(|n| n.replace(raised_before));
     match result {
         Ok(r) => Ok(r),
         Err(p) if p.is::<WakerPanic>() => {
@@ -271,7 +277,7 @@ pub(super) fn guarded<R>(guard: Guard, f: impl FnOnce() -> R) -> Result<R, Unwou
                 Guard::Alt(_) => 2,
                 _ => 3,
             };
-            CAUGHT[kind].fetch_add(1, Relaxed);
+            CAUGHT[kind].fetch_add(raised_here.max(1), Relaxed);
             if unsent {
                 UNWOUND_UNSENT.fetch_add(1, Relaxed);
             }
@@ -360,6 +366,12 @@ impl<S: Strategy> Wake for Hostile<S> {
             .is_ok()
         {
             RAISED.fetch_add(1, Relaxed);
+            RAISED_HERE.with(|n| n.set(n.get() + 1));
+            if let Guard::Recv(c) = GUARD.with(Cell::get) {
+                // The receive running this wake gives the value it took back to its channel
+                // before the panic goes on: counted now, before the value is visible there.
+                value::may_have_given_back(c);
+            }
             panic::panic_any(WakerPanic);
         }
     }

@@ -99,17 +99,6 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
         unsafe { &*self.at }
     }
 
-    /// Moves values back to the arms' places and drops what they displaced (user code: after
-    /// every lock is released).
-    fn finish_all(&mut self) {
-        for arm in self.alt.arms.iter_mut() {
-            arm.finish();
-        }
-        for arm in self.alt.arms.iter_mut() {
-            arm.release();
-        }
-    }
-
     fn start(&mut self, cx: &TaskCx<'_>) -> Poll<Fired> {
         let ctx = self.ctx();
         assert!(
@@ -129,11 +118,12 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
             let mut held = Held::lock(arms, lock_order);
             if let Some((fired, w)) = held.poll(poll_order) {
                 drop(held);
-                wake(w);
+                // As in `Alt::run`: the value first, then the partner's wake-up.
+                self.stage = Stage::Done;
                 let arm = &mut arms[fired.index];
                 arm.finish();
+                wake(w);
                 arm.release();
-                self.stage = Stage::Done;
                 return Poll::Ready(fired);
             }
             // SAFETY: no node of ours is queued: the waker slot is ours.
@@ -176,10 +166,18 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 Alt::dequeue_all(arms, lock_order);
                 self.alt.pending = std::ptr::null();
                 self.stage = Stage::Done;
-                self.finish_all();
+                // Values to their places first (no user code), then count a receive arm's
+                // lent value received, then drop what the places held (user code: a panic
+                // there leaves every value delivered and counted).
+                for arm in self.alt.arms.iter_mut() {
+                    arm.finish();
+                }
                 if let Selected::Operation(index) = selected {
-                    // A receive arm's value was lent to us (a send arm's does nothing).
+                    // A send arm's `lent_received` does nothing.
                     self.alt.arms[index].lent_received();
+                }
+                for arm in self.alt.arms.iter_mut() {
+                    arm.release();
                 }
                 return Poll::Ready(match selected {
                     Selected::Operation(index) => Fired {

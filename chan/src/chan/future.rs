@@ -62,6 +62,12 @@ impl<T, W: Waiter> State<T, W> {
     /// that waited on this value may now have to see the close.
     pub(crate) fn give_back(&mut self, v: T) -> Option<Wake<W>> {
         self.lent = self.lent.wrapping_sub(1);
+        self.return_value(v)
+    }
+
+    /// Puts a received value back into the channel, as [`give_back`](Self::give_back) does
+    /// but for a value that was not lent (a receive unwinding from a partner's wake-up).
+    pub(crate) fn return_value(&mut self, v: T) -> Option<Wake<W>> {
         if let Some((r, w)) = self.recvq.claim(false) {
             // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
             unsafe { r.put(v) };
@@ -181,6 +187,42 @@ impl<T, W: Waiter> Op<T, W> {
         // again (in place: moving it out first would copy all of it).
         unsafe { ptr::drop_in_place(self.at.get()) };
         v
+    }
+
+    /// [`finish`](Self::finish) for a receive that completes: a value in the slot was lent
+    /// to us, and is counted received (`Shared::lent_received`) before any user code runs.
+    /// Dropping the wait runs the waker's drop, and counting may wake receivers of a closed
+    /// channel: user code, which may panic; the value then goes back to the channel before
+    /// the panic goes on, so it is neither lost nor left counted as lent for ever.
+    #[inline(never)]
+    fn finish_recv<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>) -> Option<T> {
+        // SAFETY: queued until now; unlinked and signalled (the caller saw `done`), so ours.
+        let v = unsafe { self.wait().node.take() };
+        self.stage.set(Stage::Done);
+        let counted = Cell::new(false);
+        let rest = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if v.is_some() {
+                counted.set(true);
+                sh.lent_received();
+            }
+            // SAFETY: as in `finish`.
+            unsafe { ptr::drop_in_place(self.at.get()) };
+        }));
+        match rest {
+            Ok(()) => v,
+            Err(p) => {
+                if let Some(v) = v {
+                    let mut st = sh.lock();
+                    let w = match counted.get() {
+                        true => st.return_value(v),
+                        false => st.give_back(v),
+                    };
+                    drop(st);
+                    wake(w);
+                }
+                std::panic::resume_unwind(p)
+            }
+        }
     }
 
     /// A queued operation: `Ready` once a partner has claimed it and signalled (the node is
@@ -338,8 +380,7 @@ impl<T, W: Waiter> Op<T, W> {
             };
             if let Some((v, w)) = locked.try_recv() {
                 drop(locked);
-                wake(w);
-                return Poll::Ready(Ok(v));
+                return Poll::Ready(Ok(sh.deliver(v, w)));
             }
             if locked.recv_closed() {
                 drop(locked);
@@ -410,13 +451,7 @@ impl<T, W: Waiter> Op<T, W> {
                     return Poll::Pending;
                 }
                 // A sender filled the slot (lending us the value); a close left it empty.
-                return Poll::Ready(match self.finish() {
-                    Some(v) => {
-                        sh.lent_received();
-                        Ok(v)
-                    }
-                    None => Err(RecvError),
-                });
+                return Poll::Ready(self.finish_recv(sh).ok_or(RecvError));
             }
             Stage::Done => panic!("a receive future polled after it completed"),
         }
