@@ -67,12 +67,45 @@ pub use crate::chan::RecvStream;
 #[cfg(feature = "sink")]
 pub use crate::chan::SendSink;
 pub use crate::chan::{Chan, RecvFuture, SendFuture};
-pub use crate::endpoints::{Receiver, RecvEnd, SendEnd, Sender};
+pub use crate::endpoints::{Receiver, RecvEnd, SendEnd, Sender, WeakSender};
 pub use crate::error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
 pub use crate::iter::{IntoIter, Iter, TryIter};
 pub use locks;
+
+/// A channel buffering `cap` values (0: rendezvous) as its two ends, with the default lock
+/// ([`Adaptive`](locks::Adaptive)): `Chan::new(cap).split()`. The channel closes when either
+/// side's last end is dropped (see [`Chan::split`]). For another lock,
+/// `Chan::<T, L>::new(cap).split()`.
+///
+/// ```
+/// let (tx, rx) = chan::bounded(2);
+/// let producer = std::thread::spawn(move || (0..5).try_for_each(|i| tx.send(i)));
+/// assert_eq!(rx.iter().collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+/// producer.join().unwrap().unwrap();
+/// ```
+///
+/// # Panics
+/// If `cap` exceeds `u32::MAX`.
+pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    Chan::new(cap).split()
+}
+
+/// An unbounded channel as its two ends, with the default lock: `Chan::unbounded().split()`.
+/// `send` never waits; the buffer grows with the backlog and gives its memory back once
+/// drained (see [`Chan::unbounded`]).
+///
+/// ```
+/// let (tx, rx) = chan::unbounded();
+/// (0..100_000u32).for_each(|i| tx.send(i).unwrap());
+/// drop(tx);
+/// assert_eq!(rx.capacity(), usize::MAX);
+/// assert_eq!(rx.iter().count(), 100_000);
+/// ```
+pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+    Chan::unbounded().split()
+}
 
 /// This crate's README (the page crates.io shows), whose examples run as doctests. The
 /// workspace README's run in `benches`, which is not published: a packaged crate cannot
