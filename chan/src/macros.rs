@@ -47,43 +47,203 @@
 /// ```
 #[macro_export]
 macro_rules! alt {
-    // Parse the arms into `(kind chan, value, pattern, body)` tuples, then the tail. `$mode`
-    // is how an alt with no `default` waits: `block` (the thread) or `await` (`async;`).
-    (@parse $mode:tt [$($arms:tt)*] recv($c:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
-        $crate::alt!(@parse $mode [$($arms)* (recv $c, (), $p, $body)] $($($rest)*)?)
-    };
-    (@parse $mode:tt [$($arms:tt)*] send($c:expr, $v:expr) -> $p:pat => $body:block $(, $($rest:tt)*)?) => {
-        $crate::alt!(@parse $mode [$($arms)* (send $c, $v, $p, $body)] $($($rest)*)?)
-    };
-    (@parse $mode:tt [$($arms:tt)*] default => $body:block $(,)?) => {
-        $crate::alt!(@slots [] (0) [$($arms)*] (default $body))
-    };
-    (@parse block [$($arms:tt)*] timeout($d:expr) => $body:block $(,)?) => {
-        $crate::alt!(@slots [] (0) [$($arms)*] (timeout $d, $body))
-    };
-    (@parse await [$($arms:tt)*] timeout($d:expr) => $body:block $(,)?) => {
+    // How it works: `@parse` reads one arm's head (`recv(c) -> p =>`, `send(c, v) -> p =>`,
+    // `default =>`, `timeout(d) =>`), `@body` its body (`{ .. }` with or without a comma
+    // after it, or an expression and a comma), `@push` files the arm, and once every arm is
+    // read `@slots` declares one slot per arm and builds the `Alt`. Every rule that cannot
+    // match well-formed input ends in a `compile_error!` that says what was expected, so a
+    // slip never reaches the recursion limit. `$mode` is how an alt with no `default` waits:
+    // `block` (the thread) or `await` (`async;`).
+
+    // Arm heads.
+    (@parse $mode:tt [] ()) => {
         ::core::compile_error!(
-            "`alt!(async; ..)` takes no timeout arm: wrap it in the executor's timer (dropping the alt's future cancels it)"
+            "`alt!` needs at least one arm: `recv(chan) -> pattern => body`, `send(chan, value) -> pattern => body`, `default => body` or `timeout(duration) => body`"
         )
     };
-    (@parse $mode:tt [$($arms:tt)*]) => {
+    (@parse $mode:tt [$($arms:tt)*] ()) => {
         $crate::alt!(@slots [] (0) [$($arms)*] ($mode))
     };
+    (@parse $mode:tt $arms:tt (recv ($c:expr $(,)?) -> $p:pat => $($rest:tt)*)) => {
+        $crate::alt!(@body $mode $arms (recv $c, (), $p) (recv($c) -> $p) ($($rest)*))
+    };
+    (@parse $mode:tt $arms:tt (send ($c:expr, $v:expr $(,)?) -> $p:pat => $($rest:tt)*)) => {
+        $crate::alt!(@body $mode $arms (send $c, $v, $p) (send($c, $v) -> $p) ($($rest)*))
+    };
+    (@parse $mode:tt $arms:tt (default => $($rest:tt)*)) => {
+        $crate::alt!(@body $mode $arms (default) (default) ($($rest)*))
+    };
+    (@parse block $arms:tt (timeout ($d:expr $(,)?) => $($rest:tt)*)) => {
+        $crate::alt!(@body block $arms (timeout $d) (timeout($d)) ($($rest)*))
+    };
 
-    // One slot per arm, each `slot` from its own expansion so that they are distinct.
-    (@slots [$($done:tt)*] ($i:expr) [(recv $c:expr, $v:tt, $p:pat, $body:block) $($rest:tt)*] $tail:tt) => {{
+    // Malformed heads.
+    (@parse await $arms:tt (timeout $($rest:tt)*)) => {
+        ::core::compile_error!(
+            "`alt!(async; ..)` takes no `timeout` arm: wrap the whole `alt!` in the executor's timer (dropping the alt's future cancels it)"
+        )
+    };
+    (@parse $mode:tt $arms:tt (recv $args:tt => $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected `-> pattern` after `",
+            ::core::stringify!(recv $args),
+            "` (the pattern binds `Result<T, RecvError>`), as in `recv(chan) -> v => body`"
+        ))
+    };
+    (@parse $mode:tt $arms:tt (send $args:tt => $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected `-> pattern` after `",
+            ::core::stringify!(send $args),
+            "` (the pattern binds `Result<(), SendError<T>>`), as in `send(chan, value) -> r => body`"
+        ))
+    };
+    (@parse $mode:tt $arms:tt (recv ($c:expr $(,)?) $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected `-> pattern => body` after `",
+            ::core::stringify!(recv($c)),
+            "`"
+        ))
+    };
+    (@parse $mode:tt $arms:tt (send ($c:expr, $v:expr $(,)?) $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected `-> pattern => body` after `",
+            ::core::stringify!(send($c, $v)),
+            "`"
+        ))
+    };
+    (@parse $mode:tt $arms:tt (recv $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: a `recv` arm takes one channel in parentheses, `recv(chan) -> pattern => body`; found `",
+            ::core::stringify!(recv $($rest)*),
+            "`"
+        ))
+    };
+    (@parse $mode:tt $arms:tt (send $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: a `send` arm takes a channel and a value in parentheses, `send(chan, value) -> pattern => body`; found `",
+            ::core::stringify!(send $($rest)*),
+            "`"
+        ))
+    };
+    (@parse block $arms:tt (default ($($args:tt)*) $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: `default` takes no argument (it fires when no arm is ready at once); to wait at most a while, write `timeout(",
+            ::core::stringify!($($args)*),
+            ") => body`"
+        ))
+    };
+    (@parse await $arms:tt (default ($($args:tt)*) $($rest:tt)*)) => {
+        ::core::compile_error!(
+            "`alt!`: `default` takes no argument (it fires when no arm is ready at once); to wait at most a while, wrap the whole `alt!(async; ..)` in the executor's timer"
+        )
+    };
+    (@parse $mode:tt $arms:tt (default $($rest:tt)*)) => {
+        ::core::compile_error!("`alt!`: expected `=> body` after `default` (it binds nothing)")
+    };
+    (@parse block $arms:tt (timeout ($d:expr $(,)?) $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected `=> body` after `",
+            ::core::stringify!(timeout($d)),
+            "` (it binds nothing)"
+        ))
+    };
+    (@parse block $arms:tt (timeout $($rest:tt)*)) => {
+        ::core::compile_error!(
+            "`alt!`: a `timeout` arm takes one duration in parentheses: `timeout(duration) => body`"
+        )
+    };
+    (@parse $mode:tt $arms:tt ($other:tt $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected an arm, `recv(chan) -> pattern => body`, `send(chan, value) -> pattern => body`, `default => body` or `timeout(duration) => body`; found `",
+            ::core::stringify!($other),
+            "`"
+        ))
+    };
+
+    // Arm bodies: `$arm` is what `@push` files, `$head` the arm as written, for messages.
+    (@body $mode:tt $arms:tt $arm:tt ($($head:tt)*) ()) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected a body after `",
+            ::core::stringify!($($head)* =>),
+            "`"
+        ))
+    };
+    (@body $mode:tt $arms:tt $arm:tt ($($head:tt)*) (, $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected a body after `",
+            ::core::stringify!($($head)* =>),
+            "`, found `,`"
+        ))
+    };
+    (@body $mode:tt $arms:tt $arm:tt $head:tt ($body:block, $($rest:tt)*)) => {
+        $crate::alt!(@push $mode $arms $arm $body $head ($($rest)*))
+    };
+    (@body $mode:tt $arms:tt $arm:tt $head:tt ($body:block)) => {
+        $crate::alt!(@push $mode $arms $arm $body $head ())
+    };
+    (@body $mode:tt $arms:tt $arm:tt $head:tt ($body:expr, $($rest:tt)*)) => {
+        $crate::alt!(@push $mode $arms $arm { $body } $head ($($rest)*))
+    };
+    (@body $mode:tt $arms:tt $arm:tt $head:tt ($body:expr)) => {
+        $crate::alt!(@push $mode $arms $arm { $body } $head ())
+    };
+    (@body $mode:tt $arms:tt $arm:tt ($($head:tt)*) ($body:expr; $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: arms are separated by `,`, not `;` (after the body of `",
+            ::core::stringify!($($head)*),
+            "`)"
+        ))
+    };
+    (@body $mode:tt $arms:tt $arm:tt $head:tt ($body:block $($rest:tt)*)) => {
+        $crate::alt!(@push $mode $arms $arm $body $head ($($rest)*))
+    };
+    (@body $mode:tt $arms:tt $arm:tt ($($head:tt)*) ($($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected `,` after the body of `",
+            ::core::stringify!($($head)*),
+            "` (an expression body ends with a comma; a `{ .. }` body needs none)"
+        ))
+    };
+
+    // File the arm; `default` and `timeout` end the list.
+    (@push $mode:tt [$($arms:tt)*] (default) $body:tt $head:tt ()) => {
+        $crate::alt!(@slots [] (0) [$($arms)*] (default $body))
+    };
+    (@push block [$($arms:tt)*] (timeout $d:expr) $body:tt $head:tt ()) => {
+        $crate::alt!(@slots [] (0) [$($arms)*] (timeout $d, $body))
+    };
+    (@push $mode:tt $arms:tt (default) $body:tt $head:tt $rest:tt) => {
+        ::core::compile_error!(
+            "`alt!`: the `default` arm must be the last (and only one `default` or `timeout` arm is allowed)"
+        )
+    };
+    (@push $mode:tt $arms:tt (timeout $d:expr) $body:tt $head:tt $rest:tt) => {
+        ::core::compile_error!(
+            "`alt!`: the `timeout` arm must be the last (and only one `default` or `timeout` arm is allowed)"
+        )
+    };
+    (@push $mode:tt [$($arms:tt)*] ($kind:ident $($arm:tt)*) $body:tt $head:tt ($($rest:tt)*)) => {
+        $crate::alt!(@parse $mode [$($arms)* ($kind $($arm)*, $body)] ($($rest)*))
+    };
+
+    // One slot and one channel reference per arm, each from its own expansion so that they
+    // are distinct. `let end = &$c` extends the life of a temporary (`recv(&mut *c)`,
+    // `recv(make())`) to the whole alt.
+    (@slots [$($done:tt)*] ($i:expr) [(recv $c:expr, $v:tt, $p:pat, $body:tt) $($rest:tt)*] $tail:tt) => {{
+        let end = &$c;
         let mut slot = ::core::option::Option::None;
-        $crate::alt!(@slots [$($done)* (recv slot ($i) $c, $p, $body)] ($i + 1) [$($rest)*] $tail)
+        $crate::alt!(@slots [$($done)* (recv end slot ($i) $p, $body)] ($i + 1) [$($rest)*] $tail)
     }};
-    (@slots [$($done:tt)*] ($i:expr) [(send $c:expr, $v:expr, $p:pat, $body:block) $($rest:tt)*] $tail:tt) => {{
+    (@slots [$($done:tt)*] ($i:expr) [(send $c:expr, $v:expr, $p:pat, $body:tt) $($rest:tt)*] $tail:tt) => {{
+        let end = &$c;
         let mut slot = ::core::option::Option::Some($v);
-        $crate::alt!(@slots [$($done)* (send slot ($i) $c, $p, $body)] ($i + 1) [$($rest)*] $tail)
+        $crate::alt!(@slots [$($done)* (send end slot ($i) $p, $body)] ($i + 1) [$($rest)*] $tail)
     }};
 
     // Every slot declared: build the alt, wait, and run the fired arm's body.
-    (@slots [$(($kind:ident $s:ident ($i:expr) $c:expr, $p:pat, $body:block))*] ($n:expr) [] $tail:tt) => {{
+    (@slots [$(($kind:ident $e:ident $s:ident ($i:expr) $p:pat, $body:tt))*] ($n:expr) [] $tail:tt) => {{
         let mut alt = $crate::Alt::new();
-        $( alt.$kind(&$c, &mut $s); )*
+        $( alt.$kind($e, &mut $s); )*
         let fired = $crate::alt!(@wait alt $tail);
         ::core::mem::drop(alt);
         match fired {
@@ -102,13 +262,13 @@ macro_rules! alt {
 
     (@wait $alt:ident (block)) => { ::core::option::Option::Some($alt.wait()) };
     (@wait $alt:ident (await)) => { ::core::option::Option::Some($alt.wait_async().await) };
-    (@wait $alt:ident (default $body:block)) => { $alt.try_wait() };
-    (@wait $alt:ident (timeout $d:expr, $body:block)) => { $alt.wait_timeout($d) };
+    (@wait $alt:ident (default $body:tt)) => { $alt.try_wait() };
+    (@wait $alt:ident (timeout $d:expr, $body:tt)) => { $alt.wait_timeout($d) };
 
     (@otherwise (block)) => { ::core::unreachable!("an untimed alt always fires") };
     (@otherwise (await)) => { ::core::unreachable!("an untimed alt always fires") };
-    (@otherwise (default $body:block)) => { $body };
-    (@otherwise (timeout $d:expr, $body:block)) => { $body };
+    (@otherwise (default $body:tt)) => { $body };
+    (@otherwise (timeout $d:expr, $body:tt)) => { $body };
 
     (@result recv $s:ident $fired:ident) => {
         match $s.take() {
@@ -125,6 +285,6 @@ macro_rules! alt {
         }
     };
 
-    (async; $($arms:tt)+) => { $crate::alt!(@parse await [] $($arms)+) };
-    ($($arms:tt)+) => { $crate::alt!(@parse block [] $($arms)+) };
+    (async; $($arms:tt)*) => { $crate::alt!(@parse await [] ($($arms)*)) };
+    ($($arms:tt)*) => { $crate::alt!(@parse block [] ($($arms)*)) };
 }
