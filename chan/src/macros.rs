@@ -2,12 +2,16 @@
 
 /// Waits on several sends and receives at once, like Plan 9's `alt` or Go's `select`.
 ///
-/// Each arm is `recv(chan) -> pattern => { body }` or `send(chan, value) -> pattern => { body }`;
-/// the pattern binds `Result<T, RecvError>` (a receive) or `Result<(), SendError<T>>` (a send;
-/// the error gives back the value when the channel is closed). Exactly one arm's body runs.
-/// An optional last arm `default => { body }` runs if no operation can proceed at once
-/// (`CHANNOBLK`), or `timeout(duration) => { body }` if none proceeds in time. Ready arms are
-/// chosen uniformly at random. The value of a send arm that did not fire is dropped.
+/// Each arm is `recv(chan) -> pattern => body` or `send(chan, value) -> pattern => body`,
+/// where `chan` is a [`Chan`](crate::Chan), a [`Sender`](crate::Sender) or
+/// [`Receiver`](crate::Receiver), or any reference to one; the pattern binds
+/// `Result<T, RecvError>` (a receive) or `Result<(), SendError<T>>` (a send; the error gives
+/// back the value when the channel is closed). Exactly one arm's body runs. A body is a block
+/// `{ .. }`, with or without a comma after it, or an expression followed by a comma (the last
+/// arm's comma is optional). An optional last arm `default => body` runs if no operation can
+/// proceed at once (`CHANNOBLK`), or `timeout(duration) => body` if none proceeds in time.
+/// Ready arms are chosen uniformly at random. The value of a send arm that did not fire is
+/// dropped. A malformed arm is a compile error that names it and says what was expected.
 ///
 /// ```
 /// use chan::{alt, Chan};
@@ -21,10 +25,16 @@
 ///
 /// let empty = Chan::<u32>::new(0);
 /// let what = alt! {
-///     recv(empty) -> _v => { "received" },
-///     default => { "nothing ready" },
+///     recv(empty) -> _v => "received",
+///     default => "nothing ready",
 /// };
 /// assert_eq!(what, "nothing ready");
+///
+/// let late = alt! {
+///     recv(&empty) -> v => { v.ok() }
+///     timeout(std::time::Duration::from_millis(1)) => None,
+/// };
+/// assert_eq!(late, None);
 /// ```
 ///
 /// In an async task, `alt!(async; ..)` awaits [`Alt::wait_async`](crate::Alt::wait_async)
@@ -111,19 +121,29 @@ macro_rules! alt {
             "`"
         ))
     };
-    (@parse $mode:tt $arms:tt (recv $($rest:tt)*)) => {
+    (@parse $mode:tt $arms:tt (recv ($($args:tt)*) $($rest:tt)*)) => {
         ::core::compile_error!(::core::concat!(
-            "`alt!`: a `recv` arm takes one channel in parentheses, `recv(chan) -> pattern => body`; found `",
-            ::core::stringify!(recv $($rest)*),
+            "`alt!`: a `recv` arm takes one channel, `recv(chan) -> pattern => body`; found `",
+            ::core::stringify!(recv($($args)*)),
             "`"
         ))
     };
-    (@parse $mode:tt $arms:tt (send $($rest:tt)*)) => {
+    (@parse $mode:tt $arms:tt (send ($($args:tt)*) $($rest:tt)*)) => {
         ::core::compile_error!(::core::concat!(
-            "`alt!`: a `send` arm takes a channel and a value in parentheses, `send(chan, value) -> pattern => body`; found `",
-            ::core::stringify!(send $($rest)*),
+            "`alt!`: a `send` arm takes a channel and a value, `send(chan, value) -> pattern => body`; found `",
+            ::core::stringify!(send($($args)*)),
             "`"
         ))
+    };
+    (@parse $mode:tt $arms:tt (recv $($rest:tt)*)) => {
+        ::core::compile_error!(
+            "`alt!`: expected `(chan)` after `recv`, as in `recv(chan) -> pattern => body`"
+        )
+    };
+    (@parse $mode:tt $arms:tt (send $($rest:tt)*)) => {
+        ::core::compile_error!(
+            "`alt!`: expected `(chan, value)` after `send`, as in `send(chan, value) -> pattern => body`"
+        )
     };
     (@parse block $arms:tt (default ($($args:tt)*) $($rest:tt)*)) => {
         ::core::compile_error!(::core::concat!(

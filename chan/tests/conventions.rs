@@ -294,3 +294,18 @@ fn weak_senders_from_many_threads() {
     got.dedup();
     assert_eq!(got.len(), sent.load(SeqCst), "no value twice");
 }
+
+#[test]
+fn async_alt_takes_expression_bodies() {
+    let (tx, rx) = chan::bounded::<u32>(1);
+    let got = futures::executor::block_on(async {
+        let first = alt! { async;
+            recv(&rx) -> v => v.ok(),
+            default => None
+        };
+        tx.send(5).unwrap();
+        let second = alt! { async; recv(rx) -> v => v.ok(), send(&tx, 6) -> _r => None };
+        (first, second)
+    });
+    assert_eq!(got, (None, Some(5)));
+}
