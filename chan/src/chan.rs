@@ -970,6 +970,8 @@ impl<T> Chan<T, locks::DynLock> {
     /// assert_eq!(c.backend(), backend);
     /// assert_eq!(c.backend().to_string(), "spin:yields=10");
     /// assert!(format!("{c:?}").contains("lock: dyn(spin:yields=10)"));
+    /// // `new` makes the default backend, the adaptive lock.
+    /// assert_eq!(chan::Chan::<u8, DynLock>::new(1).backend(), Backend::DEFAULT);
     /// ```
     pub fn backend(&self) -> locks::Backend {
         self.lock_params()

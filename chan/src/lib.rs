@@ -46,6 +46,32 @@
 //! (`Sender::sink`). A task waits with its `Waker` where a thread waits with `L`'s waiter,
 //! and either completes the other. The wait node lives in the pinned future (no allocation);
 //! dropping a future cancels it without losing a value (see [`RecvFuture`]).
+//!
+//! `Receiver` and `Sender` are not a `Stream` and a `Sink` themselves: `stream()` and
+//! `sink()` (or `into_stream()` and `into_sink()`, which own the end) give them.
+//!
+//! ```
+//! # #[cfg(all(feature = "stream", feature = "sink"))]
+//! # fn main() {
+//! use futures::{SinkExt, StreamExt};
+//! let (tx, rx) = chan::bounded(4);
+//! futures::executor::block_on(async {
+//!     {
+//!         let mut sink = std::pin::pin!(tx.into_sink());
+//!         sink.send(1).await.unwrap();
+//!         sink.send(2).await.unwrap();
+//!     } // the sink, and with it the last sender, is dropped: the stream ends after 1 and 2
+//!     let mut stream = std::pin::pin!(rx.stream());
+//!     let mut got = vec![];
+//!     while let Some(v) = stream.next().await {
+//!         got.push(v);
+//!     }
+//!     assert_eq!(got, [1, 2]);
+//! });
+//! # }
+//! # #[cfg(not(all(feature = "stream", feature = "sink")))]
+//! # fn main() {}
+//! ```
 #![warn(missing_docs)]
 
 mod alt;
