@@ -12,6 +12,10 @@
 /// proceed at once (`CHANNOBLK`), or `timeout(duration) => body` if none proceeds in time.
 /// Ready arms are chosen uniformly at random. The value of a send arm that did not fire is
 /// dropped. A malformed arm is a compile error that names it and says what was expected.
+/// (An alt of more than about 50 arms needs a higher `#![recursion_limit]`; an [`Alt`]
+/// built in a loop needs none.)
+///
+/// [`Alt`]: crate::Alt
 ///
 /// ```
 /// use chan::{alt, Chan};
@@ -57,15 +61,17 @@
 /// ```
 #[macro_export]
 macro_rules! alt {
-    // How it works: `@parse` reads one arm's head (`recv(c) -> p =>`, `send(c, v) -> p =>`,
-    // `default =>`, `timeout(d) =>`), `@body` its body (`{ .. }` with or without a comma
-    // after it, or an expression and a comma), `@push` files the arm, and once every arm is
-    // read `@slots` declares one slot per arm and builds the `Alt`. Every rule that cannot
-    // match well-formed input ends in a `compile_error!` that says what was expected, so a
-    // slip never reaches the recursion limit. `$mode` is how an alt with no `default` waits:
+    // How it works: `@parse` reads one arm at a time, its head (`recv(c) -> p =>`,
+    // `send(c, v) -> p =>`, `default =>`, `timeout(d) =>`) and its body (`{ .. }` with or
+    // without a comma after it, or an expression and a comma) in one step, so that an arm
+    // costs one level of the recursion limit here and one in `@slots`; `default` and
+    // `timeout` go to `@last`, which makes sure nothing follows them. Once every arm is read,
+    // `@slots` declares one slot per arm and builds the `Alt`. Every input that well-formed
+    // arms cannot match ends in a `compile_error!` that says what was expected, so a slip
+    // never reaches the recursion limit. `$mode` is how an alt with no `default` waits:
     // `block` (the thread) or `await` (`async;`).
 
-    // Arm heads.
+    // The end of the arms.
     (@parse $mode:tt [] ()) => {
         ::core::compile_error!(
             "`alt!` needs at least one arm: `recv(chan) -> pattern => body`, `send(chan, value) -> pattern => body`, `default => body` or `timeout(duration) => body`"
@@ -74,17 +80,55 @@ macro_rules! alt {
     (@parse $mode:tt [$($arms:tt)*] ()) => {
         $crate::alt!(@slots [] (0) [$($arms)*] ($mode))
     };
+
+    // Well-formed arms.
+    (@parse $mode:tt [$($arms:tt)*] (recv ($c:expr $(,)?) -> $p:pat => $body:block, $($rest:tt)*)) => {
+        $crate::alt!(@parse $mode [$($arms)* (recv $c, (), $p, $body)] ($($rest)*))
+    };
+    (@parse $mode:tt [$($arms:tt)*] (recv ($c:expr $(,)?) -> $p:pat => $body:block)) => {
+        $crate::alt!(@parse $mode [$($arms)* (recv $c, (), $p, $body)] ())
+    };
+    (@parse $mode:tt [$($arms:tt)*] (recv ($c:expr $(,)?) -> $p:pat => $body:expr, $($rest:tt)*)) => {
+        $crate::alt!(@parse $mode [$($arms)* (recv $c, (), $p, { $body })] ($($rest)*))
+    };
+    (@parse $mode:tt [$($arms:tt)*] (recv ($c:expr $(,)?) -> $p:pat => $body:expr)) => {
+        $crate::alt!(@parse $mode [$($arms)* (recv $c, (), $p, { $body })] ())
+    };
+    (@parse $mode:tt $arms:tt (recv ($c:expr $(,)?) -> $p:pat => $body:expr; $($rest:tt)*)) => {
+        $crate::alt!(@semicolon (recv($c) -> $p))
+    };
+    (@parse $mode:tt [$($arms:tt)*] (recv ($c:expr $(,)?) -> $p:pat => $body:block $($rest:tt)*)) => {
+        $crate::alt!(@parse $mode [$($arms)* (recv $c, (), $p, $body)] ($($rest)*))
+    };
     (@parse $mode:tt $arms:tt (recv ($c:expr $(,)?) -> $p:pat => $($rest:tt)*)) => {
-        $crate::alt!(@body $mode $arms (recv $c, (), $p) (recv($c) -> $p) ($($rest)*))
+        $crate::alt!(@bad_body (recv($c) -> $p) ($($rest)*))
+    };
+    (@parse $mode:tt [$($arms:tt)*] (send ($c:expr, $v:expr $(,)?) -> $p:pat => $body:block, $($rest:tt)*)) => {
+        $crate::alt!(@parse $mode [$($arms)* (send $c, $v, $p, $body)] ($($rest)*))
+    };
+    (@parse $mode:tt [$($arms:tt)*] (send ($c:expr, $v:expr $(,)?) -> $p:pat => $body:block)) => {
+        $crate::alt!(@parse $mode [$($arms)* (send $c, $v, $p, $body)] ())
+    };
+    (@parse $mode:tt [$($arms:tt)*] (send ($c:expr, $v:expr $(,)?) -> $p:pat => $body:expr, $($rest:tt)*)) => {
+        $crate::alt!(@parse $mode [$($arms)* (send $c, $v, $p, { $body })] ($($rest)*))
+    };
+    (@parse $mode:tt [$($arms:tt)*] (send ($c:expr, $v:expr $(,)?) -> $p:pat => $body:expr)) => {
+        $crate::alt!(@parse $mode [$($arms)* (send $c, $v, $p, { $body })] ())
+    };
+    (@parse $mode:tt $arms:tt (send ($c:expr, $v:expr $(,)?) -> $p:pat => $body:expr; $($rest:tt)*)) => {
+        $crate::alt!(@semicolon (send($c, $v) -> $p))
+    };
+    (@parse $mode:tt [$($arms:tt)*] (send ($c:expr, $v:expr $(,)?) -> $p:pat => $body:block $($rest:tt)*)) => {
+        $crate::alt!(@parse $mode [$($arms)* (send $c, $v, $p, $body)] ($($rest)*))
     };
     (@parse $mode:tt $arms:tt (send ($c:expr, $v:expr $(,)?) -> $p:pat => $($rest:tt)*)) => {
-        $crate::alt!(@body $mode $arms (send $c, $v, $p) (send($c, $v) -> $p) ($($rest)*))
+        $crate::alt!(@bad_body (send($c, $v) -> $p) ($($rest)*))
     };
     (@parse $mode:tt $arms:tt (default => $($rest:tt)*)) => {
-        $crate::alt!(@body $mode $arms (default) (default) ($($rest)*))
+        $crate::alt!(@last $arms (default) (default) ($($rest)*))
     };
     (@parse block $arms:tt (timeout ($d:expr $(,)?) => $($rest:tt)*)) => {
-        $crate::alt!(@body block $arms (timeout $d) (timeout($d)) ($($rest)*))
+        $crate::alt!(@last $arms (timeout $d,) (timeout($d)) ($($rest)*))
     };
 
     // Malformed heads.
@@ -180,70 +224,64 @@ macro_rules! alt {
         ))
     };
 
-    // Arm bodies: `$arm` is what `@push` files, `$head` the arm as written, for messages.
-    (@body $mode:tt $arms:tt $arm:tt ($($head:tt)*) ()) => {
+    // Malformed bodies of `recv` and `send` arms (`$head` is the arm as written).
+    (@bad_body ($($head:tt)*) ()) => {
         ::core::compile_error!(::core::concat!(
             "`alt!`: expected a body after `",
             ::core::stringify!($($head)* =>),
             "`"
         ))
     };
-    (@body $mode:tt $arms:tt $arm:tt ($($head:tt)*) (, $($rest:tt)*)) => {
+    (@bad_body ($($head:tt)*) (, $($rest:tt)*)) => {
         ::core::compile_error!(::core::concat!(
             "`alt!`: expected a body after `",
             ::core::stringify!($($head)* =>),
             "`, found `,`"
         ))
     };
-    (@body $mode:tt $arms:tt $arm:tt $head:tt ($body:block, $($rest:tt)*)) => {
-        $crate::alt!(@push $mode $arms $arm $body $head ($($rest)*))
-    };
-    (@body $mode:tt $arms:tt $arm:tt $head:tt ($body:block)) => {
-        $crate::alt!(@push $mode $arms $arm $body $head ())
-    };
-    (@body $mode:tt $arms:tt $arm:tt $head:tt ($body:expr, $($rest:tt)*)) => {
-        $crate::alt!(@push $mode $arms $arm { $body } $head ($($rest)*))
-    };
-    (@body $mode:tt $arms:tt $arm:tt $head:tt ($body:expr)) => {
-        $crate::alt!(@push $mode $arms $arm { $body } $head ())
-    };
-    (@body $mode:tt $arms:tt $arm:tt ($($head:tt)*) ($body:expr; $($rest:tt)*)) => {
-        ::core::compile_error!(::core::concat!(
-            "`alt!`: arms are separated by `,`, not `;` (after the body of `",
-            ::core::stringify!($($head)*),
-            "`)"
-        ))
-    };
-    (@body $mode:tt $arms:tt $arm:tt $head:tt ($body:block $($rest:tt)*)) => {
-        $crate::alt!(@push $mode $arms $arm $body $head ($($rest)*))
-    };
-    (@body $mode:tt $arms:tt $arm:tt ($($head:tt)*) ($($rest:tt)*)) => {
+    (@bad_body ($($head:tt)*) ($($rest:tt)*)) => {
         ::core::compile_error!(::core::concat!(
             "`alt!`: expected `,` after the body of `",
             ::core::stringify!($($head)*),
             "` (an expression body ends with a comma; a `{ .. }` body needs none)"
         ))
     };
+    (@semicolon ($($head:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: arms are separated by `,`, not `;` (after the body of `",
+            ::core::stringify!($($head)*),
+            "`)"
+        ))
+    };
 
-    // File the arm; `default` and `timeout` end the list.
-    (@push $mode:tt [$($arms:tt)*] (default) $body:tt $head:tt ()) => {
-        $crate::alt!(@slots [] (0) [$($arms)*] (default $body))
+    // The body of `default` or `timeout(d)`, the last arm: `$kind` is what `@slots` takes
+    // before the body, `$head` the arm as written.
+    (@last [$($arms:tt)*] ($($kind:tt)*) $head:tt ($body:block $(,)?)) => {
+        $crate::alt!(@slots [] (0) [$($arms)*] ($($kind)* $body))
     };
-    (@push block [$($arms:tt)*] (timeout $d:expr) $body:tt $head:tt ()) => {
-        $crate::alt!(@slots [] (0) [$($arms)*] (timeout $d, $body))
+    (@last [$($arms:tt)*] ($($kind:tt)*) $head:tt ($body:expr $(,)?)) => {
+        $crate::alt!(@slots [] (0) [$($arms)*] ($($kind)* { $body }))
     };
-    (@push $mode:tt $arms:tt (default) $body:tt $head:tt $rest:tt) => {
-        ::core::compile_error!(
-            "`alt!`: the `default` arm must be the last (and only one `default` or `timeout` arm is allowed)"
-        )
+    (@last $arms:tt $kind:tt ($($head:tt)*) ()) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected a body after `",
+            ::core::stringify!($($head)* =>),
+            "`"
+        ))
     };
-    (@push $mode:tt $arms:tt (timeout $d:expr) $body:tt $head:tt $rest:tt) => {
-        ::core::compile_error!(
-            "`alt!`: the `timeout` arm must be the last (and only one `default` or `timeout` arm is allowed)"
-        )
+    (@last $arms:tt $kind:tt ($($head:tt)*) (, $($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: expected a body after `",
+            ::core::stringify!($($head)* =>),
+            "`, found `,`"
+        ))
     };
-    (@push $mode:tt [$($arms:tt)*] ($kind:ident $($arm:tt)*) $body:tt $head:tt ($($rest:tt)*)) => {
-        $crate::alt!(@parse $mode [$($arms)* ($kind $($arm)*, $body)] ($($rest)*))
+    (@last $arms:tt $kind:tt ($($head:tt)*) ($($rest:tt)*)) => {
+        ::core::compile_error!(::core::concat!(
+            "`alt!`: the `",
+            ::core::stringify!($($head)*),
+            "` arm must be the last (and only one `default` or `timeout` arm is allowed)"
+        ))
     };
 
     // One slot and one channel reference per arm, each from its own expansion so that they

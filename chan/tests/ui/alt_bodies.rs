@@ -28,4 +28,11 @@ fn comma_for_a_body(a: &Chan<i32>, b: &Chan<i32>) {
     }
 }
 
+fn semicolon_after_a_block(a: &Chan<i32>, b: &Chan<i32>) {
+    alt! {
+        send(a, 1) -> _r => {};
+        recv(b) -> _v => {}
+    }
+}
+
 fn main() {}
