@@ -14,12 +14,14 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-/// The sending end of a channel, from [`Chan::split`]; cloneable. The channel closes when the
-/// last `Sender` (and `Chan` handle) is dropped.
+/// The sending end of a channel, from [`Chan::split`] or [`bounded`](crate::bounded);
+/// cloneable. The channel closes when the last `Sender` (and `Chan` handle) is dropped; a
+/// [`WeakSender`] does not count.
 pub struct Sender<T, L: Strategy = Adaptive>(pub(crate) Chan<T, L>);
 
-/// The receiving end of a channel, from [`Chan::split`]; cloneable. The channel closes, and
-/// its buffered values are dropped, when the last `Receiver` (and `Chan` handle) is dropped.
+/// The receiving end of a channel, from [`Chan::split`] or [`bounded`](crate::bounded);
+/// cloneable. The channel closes, and its buffered values are dropped, when the last
+/// `Receiver` (and `Chan` handle) is dropped.
 pub struct Receiver<T, L: Strategy = Adaptive>(pub(crate) Chan<T, L>);
 
 /// What both ends can tell about their channel.

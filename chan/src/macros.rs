@@ -81,7 +81,10 @@ macro_rules! alt {
         $crate::alt!(@slots [] (0) [$($arms)*] ($mode))
     };
 
-    // Well-formed arms.
+    // Well-formed arms. The order of the body forms matters: a block followed by a comma or
+    // by nothing is taken as a block (wrapping it in braces again would draw `unused_braces`
+    // at the user's braces); then an expression and a comma, so that `{ a }.b(),` is one
+    // expression; a block with no comma last, when what follows cannot continue it.
     (@parse $mode:tt [$($arms:tt)*] (recv ($c:expr $(,)?) -> $p:pat => $body:block, $($rest:tt)*)) => {
         $crate::alt!(@parse $mode [$($arms)* (recv $c, (), $p, $body)] ($($rest)*))
     };
