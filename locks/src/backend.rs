@@ -1,6 +1,6 @@
 //! Choosing a strategy by name at run time.
 //!
-//! A name is `spin`, `sem` or `adaptive`, optionally followed by parameters:
+//! A name is `spin`, `sem` or `adaptive` (in any case), optionally followed by parameters:
 //! `adaptive:spin_ns=0`, `spin:yields=10:sleep_us=50`. [`Backend`] and everything that lists
 //! the strategies here ([`Backend::ALL`], names, parsing, [`Backend::visit`]) is made from
 //! the one table of strategies in `lib.rs` (`strategies!`); `chantest --lock all` and the
