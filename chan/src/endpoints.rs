@@ -227,7 +227,8 @@ pub struct WeakSender<T, L: Strategy = Adaptive>(Weak<Shared<T, L>>);
 
 impl<T, L: Strategy> WeakSender<T, L> {
     /// A [`Sender`], if the channel still has a sending handle; `None` once the last one
-    /// has been dropped (and the channel has closed).
+    /// has been dropped (and the channel has closed). A channel closed by
+    /// [`close`](Sender::close) while senders remain still gives one, whose sends fail.
     pub fn upgrade(&self) -> Option<Sender<T, L>> {
         let shared = self.0.upgrade()?;
         shared.add_sender_if_any().then(|| {
