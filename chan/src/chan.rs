@@ -753,13 +753,27 @@ impl<T, L: Strategy> Chan<T, L> {
     }
 
     /// Sends `v` only if that can be done without waiting. On a rendezvous channel that means
-    /// a receiver is already waiting.
+    /// a receiver is already waiting. [`try_send`](Self::try_send) is the same.
+    #[doc(alias = "try_send")]
     #[inline]
     pub fn nbsend(&self, v: T) -> Result<(), TrySendError<T>> {
         self.send_impl(v, Wait::Never).map_err(|f| match f {
             Fail::Full(v) | Fail::Timeout(v) => TrySendError::Full(v),
             Fail::Closed(v) => TrySendError::Closed(v),
         })
+    }
+
+    /// [`nbsend`](Self::nbsend) under the name crossbeam, flume and std use.
+    ///
+    /// ```
+    /// let c = chan::Chan::<u8>::new(1);
+    /// assert_eq!(c.try_send(1), Ok(()));
+    /// assert!(c.try_send(2).unwrap_err().is_full());
+    /// ```
+    #[doc(alias = "nbsend")]
+    #[inline]
+    pub fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
+        self.nbsend(v)
     }
 
     /// [`send`](Self::send), giving up after `timeout`; a timeout too large for an `Instant`
@@ -789,13 +803,30 @@ impl<T, L: Strategy> Chan<T, L> {
     }
 
     /// Receives a value only if one is there without waiting. On a rendezvous channel that
-    /// means a sender is already waiting.
+    /// means a sender is already waiting. [`try_recv`](Self::try_recv) is the same.
+    #[doc(alias = "try_recv")]
     #[inline]
     pub fn nbrecv(&self) -> Result<T, TryRecvError> {
         self.recv_impl(Wait::Never).map_err(|f| match f {
             RecvFail::Empty => TryRecvError::Empty,
             RecvFail::Closed => TryRecvError::Closed,
         })
+    }
+
+    /// [`nbrecv`](Self::nbrecv) under the name crossbeam, flume and std use.
+    ///
+    /// ```
+    /// let c = chan::Chan::<u8>::new(1);
+    /// assert!(c.try_recv().unwrap_err().is_empty());
+    /// c.send(1).unwrap();
+    /// c.close();
+    /// assert_eq!(c.try_recv(), Ok(1));
+    /// assert!(c.try_recv().unwrap_err().is_closed());
+    /// ```
+    #[doc(alias = "nbrecv")]
+    #[inline]
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.nbrecv()
     }
 
     /// [`recv`](Self::recv), giving up after `timeout`; a timeout too large for an `Instant`
@@ -1016,6 +1047,36 @@ impl<T, L: Strategy> Chan<T, L> {
         self.shared.cap
     }
 
+    /// How many live handles can send: [`Sender`](crate::Sender)s and `Chan`s (a `Chan`
+    /// counts as both ends). The channel closes when this reaches zero. Other threads may
+    /// change it at any time, so it is a snapshot.
+    ///
+    /// ```
+    /// let (tx, rx) = chan::bounded::<u8>(1);
+    /// let tx2 = tx.clone();
+    /// assert_eq!((tx.sender_count(), rx.receiver_count()), (2, 1));
+    /// drop((tx, tx2));
+    /// assert_eq!(rx.sender_count(), 0);
+    /// assert!(rx.is_closed());
+    /// ```
+    pub fn sender_count(&self) -> usize {
+        self.shared.senders.load(Relaxed)
+    }
+
+    /// How many live handles can receive: [`Receiver`](crate::Receiver)s and `Chan`s. The
+    /// channel closes when this reaches zero. A snapshot, as
+    /// [`sender_count`](Self::sender_count).
+    pub fn receiver_count(&self) -> usize {
+        self.shared.receivers.load(Relaxed)
+    }
+
+    /// The parameters of the channel's lock (its own, or the global one it shares). For a
+    /// `Chan<T, DynLock>` they are the [`Backend`](locks::Backend) it was made with, which
+    /// [`backend`](Chan::backend) also gives.
+    pub fn lock_params(&self) -> L::Params {
+        self.shared.lock.get().params()
+    }
+
     /// Whether two handles refer to the same channel.
     pub fn same_channel(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
@@ -1030,6 +1091,46 @@ impl<T, L: Strategy> Chan<T, L> {
     /// An iterator over the values that can be received without waiting.
     pub fn try_iter(&self) -> crate::TryIter<'_, T, L> {
         crate::TryIter { chan: self }
+    }
+}
+
+#[cfg(not(loom))]
+impl<T> Chan<T, locks::DynLock> {
+    /// The backend this channel's lock was chosen as (name and parameters), which its
+    /// `Debug` shows too.
+    ///
+    /// ```
+    /// use locks::{Backend, DynLock};
+    /// let backend: Backend = "spin:yields=10".parse().unwrap();
+    /// let c = chan::Chan::<u8, DynLock>::with_params(1, backend);
+    /// assert_eq!(c.backend(), backend);
+    /// assert_eq!(c.backend().to_string(), "spin:yields=10");
+    /// assert!(format!("{c:?}").contains("lock: dyn(spin:yields=10)"));
+    /// // `new` makes the default backend, the adaptive lock.
+    /// assert_eq!(chan::Chan::<u8, DynLock>::new(1).backend(), Backend::DEFAULT);
+    /// ```
+    pub fn backend(&self) -> locks::Backend {
+        self.lock_params()
+    }
+}
+
+impl<T, L: Strategy> Shared<T, L> {
+    /// Counts one more sending handle, unless none is left (then the channel has closed for
+    /// good, since only a sending handle makes another): `WeakSender::upgrade`.
+    pub(crate) fn add_sender_if_any(&self) -> bool {
+        let mut n = self.senders.load(Relaxed);
+        while n != 0 {
+            // Once zero, the count stays zero: every increment but this one clones a live
+            // sending handle. So a CAS from a non-zero count never revives a closed channel.
+            match self
+                .senders
+                .compare_exchange_weak(n, n + 1, Acquire, Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => n = now,
+            }
+        }
+        false
     }
 }
 
@@ -1067,11 +1168,20 @@ impl<T, L: Strategy> Drop for Chan<T, L> {
 impl<T, L: Strategy> fmt::Debug for Chan<T, L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Chan")
-            .field("lock", &L::NAME)
+            .field("lock", &LockName(self.shared.lock.get()))
             .field("len", &self.len())
             .field("capacity", &self.capacity())
             .field("closed", &self.is_closed())
             .finish()
+    }
+}
+
+/// Debug of a channel's lock: its name and parameters (see [`Strategy::fmt_name`]).
+struct LockName<'a, L>(&'a L);
+
+impl<L: Strategy> fmt::Debug for LockName<'_, L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt_name(f)
     }
 }
 

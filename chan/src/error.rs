@@ -52,6 +52,75 @@ impl<T> SendError<T> {
     pub fn into_inner(self) -> T {
         self.0
     }
+
+    /// Whether the channel was closed: always, the only reason a blocking send fails.
+    pub fn is_closed(&self) -> bool {
+        true
+    }
+
+    /// [`is_closed`](Self::is_closed), under crossbeam's and flume's name.
+    pub fn is_disconnected(&self) -> bool {
+        true
+    }
+}
+
+impl RecvError {
+    /// Whether the channel was closed (and drained): always, the only reason a blocking
+    /// receive fails.
+    pub fn is_closed(&self) -> bool {
+        true
+    }
+
+    /// [`is_closed`](Self::is_closed), under crossbeam's and flume's name.
+    pub fn is_disconnected(&self) -> bool {
+        true
+    }
+}
+
+impl TryRecvError {
+    /// Whether nothing could be received without waiting, the channel being open.
+    ///
+    /// ```
+    /// use chan::TryRecvError;
+    /// assert!(TryRecvError::Empty.is_empty() && !TryRecvError::Empty.is_closed());
+    /// assert!(TryRecvError::Closed.is_closed() && TryRecvError::Closed.is_disconnected());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        matches!(self, TryRecvError::Empty)
+    }
+
+    /// Whether the channel was closed and drained.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, TryRecvError::Closed)
+    }
+
+    /// [`is_closed`](Self::is_closed), under crossbeam's and flume's name.
+    pub fn is_disconnected(&self) -> bool {
+        self.is_closed()
+    }
+}
+
+impl RecvTimeoutError {
+    /// Whether the deadline passed first.
+    ///
+    /// ```
+    /// use chan::RecvTimeoutError;
+    /// assert!(RecvTimeoutError::Timeout.is_timeout());
+    /// assert!(RecvTimeoutError::Closed.is_closed() && RecvTimeoutError::Closed.is_disconnected());
+    /// ```
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, RecvTimeoutError::Timeout)
+    }
+
+    /// Whether the channel was closed and drained.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, RecvTimeoutError::Closed)
+    }
+
+    /// [`is_closed`](Self::is_closed), under crossbeam's and flume's name.
+    pub fn is_disconnected(&self) -> bool {
+        self.is_closed()
+    }
 }
 
 impl<T> TrySendError<T> {
@@ -71,6 +140,11 @@ impl<T> TrySendError<T> {
     pub fn is_closed(&self) -> bool {
         matches!(self, TrySendError::Closed(_))
     }
+
+    /// [`is_closed`](Self::is_closed), under crossbeam's and flume's name.
+    pub fn is_disconnected(&self) -> bool {
+        self.is_closed()
+    }
 }
 
 impl<T> SendTimeoutError<T> {
@@ -84,6 +158,16 @@ impl<T> SendTimeoutError<T> {
     /// Whether the deadline passed.
     pub fn is_timeout(&self) -> bool {
         matches!(self, SendTimeoutError::Timeout(_))
+    }
+
+    /// Whether the channel was closed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, SendTimeoutError::Closed(_))
+    }
+
+    /// [`is_closed`](Self::is_closed), under crossbeam's and flume's name.
+    pub fn is_disconnected(&self) -> bool {
+        self.is_closed()
     }
 }
 

@@ -46,6 +46,32 @@
 //! (`Sender::sink`). A task waits with its `Waker` where a thread waits with `L`'s waiter,
 //! and either completes the other. The wait node lives in the pinned future (no allocation);
 //! dropping a future cancels it without losing a value (see [`RecvFuture`]).
+//!
+//! `Receiver` and `Sender` are not a `Stream` and a `Sink` themselves: `stream()` and
+//! `sink()` (or `into_stream()` and `into_sink()`, which own the end) give them.
+//!
+//! ```
+//! # #[cfg(all(feature = "stream", feature = "sink"))]
+//! # fn main() {
+//! use futures::{SinkExt, StreamExt};
+//! let (tx, rx) = chan::bounded(4);
+//! futures::executor::block_on(async {
+//!     {
+//!         let mut sink = std::pin::pin!(tx.into_sink());
+//!         sink.send(1).await.unwrap();
+//!         sink.send(2).await.unwrap();
+//!     } // the sink, and with it the last sender, is dropped: the stream ends after 1 and 2
+//!     let mut stream = std::pin::pin!(rx.stream());
+//!     let mut got = vec![];
+//!     while let Some(v) = stream.next().await {
+//!         got.push(v);
+//!     }
+//!     assert_eq!(got, [1, 2]);
+//! });
+//! # }
+//! # #[cfg(not(all(feature = "stream", feature = "sink")))]
+//! # fn main() {}
+//! ```
 #![warn(missing_docs)]
 
 mod alt;
@@ -67,12 +93,45 @@ pub use crate::chan::RecvStream;
 #[cfg(feature = "sink")]
 pub use crate::chan::SendSink;
 pub use crate::chan::{Chan, OwnedRecvFuture, OwnedSendFuture, RecvFuture, SendFuture};
-pub use crate::endpoints::{Receiver, RecvEnd, SendEnd, Sender};
+pub use crate::endpoints::{Receiver, RecvEnd, SendEnd, Sender, WeakSender};
 pub use crate::error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
 pub use crate::iter::{IntoIter, Iter, TryIter};
 pub use locks;
+
+/// A channel buffering `cap` values (0: rendezvous) as its two ends, with the default lock
+/// ([`Adaptive`](locks::Adaptive)): `Chan::new(cap).split()`. The channel closes when either
+/// side's last end is dropped (see [`Chan::split`]). For another lock,
+/// `Chan::<T, L>::new(cap).split()`.
+///
+/// ```
+/// let (tx, rx) = chan::bounded(2);
+/// let producer = std::thread::spawn(move || (0..5).try_for_each(|i| tx.send(i)));
+/// assert_eq!(rx.iter().collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+/// producer.join().unwrap().unwrap();
+/// ```
+///
+/// # Panics
+/// If `cap` exceeds `u32::MAX`.
+pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    Chan::new(cap).split()
+}
+
+/// An unbounded channel as its two ends, with the default lock: `Chan::unbounded().split()`.
+/// `send` never waits; the buffer grows with the backlog and gives its memory back once
+/// drained (see [`Chan::unbounded`]).
+///
+/// ```
+/// let (tx, rx) = chan::unbounded();
+/// (0..100_000u32).for_each(|i| tx.send(i).unwrap());
+/// drop(tx);
+/// assert_eq!(rx.capacity(), usize::MAX);
+/// assert_eq!(rx.iter().count(), 100_000);
+/// ```
+pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+    Chan::unbounded().split()
+}
 
 /// This crate's README (the page crates.io shows), whose examples run as doctests. The
 /// workspace README's run in `benches`, which is not published: a packaged crate cannot

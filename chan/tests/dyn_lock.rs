@@ -64,7 +64,7 @@ fn the_lock_and_waiter_are_the_backends() {
     assert_eq!(Backend::default(), Backend::DEFAULT);
     assert_eq!(Backend::DEFAULT.to_string(), "adaptive");
     let c = Chan::<u8, DynLock>::new(1);
-    assert!(format!("{c:?}").contains("\"dyn\""), "{c:?}");
+    assert!(format!("{c:?}").contains("lock: dyn(adaptive)"), "{c:?}");
 }
 
 fn rendezvous_and_close(backend: Backend) {

@@ -545,3 +545,35 @@ impl Visit for LentGivenBack {
 fn a_lent_value_given_back_is_received_not_resurrected() {
     each(LentGivenBack);
 }
+
+#[derive(Clone)]
+struct UpgradeRacesLastDrop;
+impl Visit for UpgradeRacesLastDrop {
+    type Output = ();
+    fn visit<S: Strategy>(self, p: S::Params) {
+        model(move || {
+            // A weak sender upgraded while the last strong sender drops: either the upgrade
+            // wins, and its value arrives before the end, or it finds the channel closed.
+            let (tx, rx) = Chan::<u32, S>::with_params(1, p).split();
+            let weak = tx.downgrade();
+            let t = thread::spawn(move || match weak.upgrade() {
+                Some(tx) => {
+                    tx.send(7).unwrap();
+                    true
+                }
+                None => false,
+            });
+            drop(tx);
+            if t.join().unwrap() {
+                assert_eq!(rx.recv(), Ok(7));
+            }
+            assert_eq!(rx.recv(), Err(chan::RecvError));
+            assert_eq!(rx.sender_count(), 0);
+        });
+    }
+}
+
+#[test]
+fn a_weak_upgrade_races_the_last_sender_drop() {
+    each(UpgradeRacesLastDrop);
+}

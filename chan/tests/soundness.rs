@@ -441,7 +441,11 @@ fn a_receive_whose_wake_panics_gives_its_value_back<S: Strategy>(p: S::Params) {
         let mut s = Box::pin(c.send_async(2));
         assert!(poll_with(s.as_mut(), &w).is_pending());
         assert!(catch_unwind(AssertUnwindSafe(|| c.recv())).is_err());
-        assert_eq!(poll_noop(s.as_mut()), Poll::Ready(Ok(())), "the send happened");
+        assert_eq!(
+            poll_noop(s.as_mut()),
+            Poll::Ready(Ok(())),
+            "the send happened"
+        );
         if cap == 1 {
             assert_eq!(c.nbrecv(), Ok(1), "given back to the front");
         }

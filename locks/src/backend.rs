@@ -1,6 +1,6 @@
 //! Choosing a strategy by name at run time.
 //!
-//! A name is `spin`, `sem` or `adaptive`, optionally followed by parameters:
+//! A name is `spin`, `sem` or `adaptive` (in any case), optionally followed by parameters:
 //! `adaptive:spin_ns=0`, `spin:yields=10:sleep_us=50`. [`Backend`] and everything that lists
 //! the strategies here ([`Backend::ALL`], names, parsing, [`Backend::visit`]) is made from
 //! the one table of strategies in `lib.rs` (`strategies!`); `chantest --lock all` and the
@@ -42,7 +42,9 @@ impl Backend {
     /// The environment variable [`from_env`](Backend::from_env) reads.
     pub const ENV: &'static str = "LOCKS_BACKEND";
 
-    /// The backend named by `$LOCKS_BACKEND`, or `default` when the variable is unset.
+    /// The backend named by `$LOCKS_BACKEND`, or `default` when the variable is unset or
+    /// empty (`LOCKS_BACKEND=` reads as unset). Names are case-insensitive, as in
+    /// [`from_str`](std::str::FromStr::from_str).
     ///
     /// ```
     /// let b = locks::Backend::from_env(locks::Backend::DEFAULT).expect("a valid LOCKS_BACKEND");
@@ -50,7 +52,16 @@ impl Backend {
     /// *m.lock() += 1;
     /// ```
     pub fn from_env(default: Backend) -> Result<Backend, ParseBackendError> {
-        match std::env::var(Self::ENV) {
+        Self::from_var(std::env::var(Self::ENV), default)
+    }
+
+    /// [`from_env`](Self::from_env) given the variable's value as `std::env::var` reads it.
+    fn from_var(
+        var: Result<String, std::env::VarError>,
+        default: Backend,
+    ) -> Result<Backend, ParseBackendError> {
+        match var {
+            Ok(name) if name.trim().is_empty() => Ok(default),
             Ok(name) => name.parse(),
             Err(std::env::VarError::NotPresent) => Ok(default),
             Err(std::env::VarError::NotUnicode(_)) => Err(ParseBackendError(format!(
@@ -75,7 +86,7 @@ impl Backend {
     /// Parses a comma-separated list such as `spin,adaptive:spin_ns=0`; `all` is every
     /// backend.
     pub fn parse_list(s: &str) -> Result<Vec<Backend>, ParseBackendError> {
-        if s.trim() == "all" {
+        if s.trim().eq_ignore_ascii_case("all") {
             return Ok(Self::ALL.to_vec());
         }
         s.split(',').map(str::parse).collect()
@@ -100,7 +111,10 @@ impl FromStr for Backend {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let mut parts = s.trim().split(':');
         let name = parts.next().unwrap_or_default();
-        let Some(mut backend) = Self::ALL.into_iter().find(|b| b.name() == name) else {
+        let Some(mut backend) = Self::ALL
+            .into_iter()
+            .find(|b| b.name().eq_ignore_ascii_case(name.trim()))
+        else {
             let valid: Vec<_> = Self::ALL.iter().map(Backend::name).collect();
             return Err(ParseBackendError(format!(
                 "unknown lock backend `{name}` (valid: {})",
@@ -133,6 +147,7 @@ macro_rules! backend {
         /// assert_eq!(b.name(), "adaptive");
         /// assert_eq!(b.to_string(), "adaptive:spin_ns=500");
         /// assert!("mcs".parse::<Backend>().unwrap_err().to_string().contains("spin, sem, adaptive"));
+        /// assert_eq!("SEM".parse::<Backend>(), "sem".parse()); // names are case-insensitive
         /// ```
         ///
         /// It is also the [`Params`] of [`DynLock`](crate::DynLock), the strategy chosen at
@@ -264,4 +279,38 @@ const fn union_of_keys<const N: usize>(lists: &[&[&'static str]]) -> [&'static s
         l += 1;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::env::VarError;
+
+    #[test]
+    fn an_empty_variable_reads_as_unset() {
+        let sem: Backend = "sem".parse().unwrap();
+        for value in ["", " ", "\t"] {
+            assert_eq!(Backend::from_var(Ok(value.into()), sem), Ok(sem));
+        }
+        assert_eq!(Backend::from_var(Err(VarError::NotPresent), sem), Ok(sem));
+        assert_eq!(
+            Backend::from_var(Ok("spin".into()), sem),
+            Ok(Backend::Spin(Default::default()))
+        );
+        assert!(Backend::from_var(Ok("mcs".into()), sem).is_err());
+    }
+
+    #[test]
+    fn names_are_case_insensitive() {
+        let parsed: Vec<Backend> = ["SEM", "Spin:yields=10", " Adaptive "]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let expected: Vec<Backend> = ["sem", "spin:yields=10", "adaptive"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        assert_eq!(parsed, expected);
+        assert_eq!(Backend::parse_list("ALL").unwrap(), Backend::ALL.to_vec());
+    }
 }

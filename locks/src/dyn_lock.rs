@@ -177,6 +177,10 @@ macro_rules! dyn_lock {
                     $(DynLock::$variant(l) => Strategy::is_locked(l),)+
                 }
             }
+
+            fn fmt_name(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "dyn({})", self.backend())
+            }
         }
 
         // SAFETY: each method forwards to the one inner waiter, which never changes, so the

@@ -6,8 +6,8 @@
 //! | [`SemLock`] | Plan 9's 2013 lock | counter + futex [`Semaphore`], no spinning | futex sleep at once |
 //! | [`Adaptive`] | std / Go / kanal / parking_lot | optional timed spin, yields for 20 us, then futex | the same |
 //!
-//! Each is a [`lock_api::RawMutex`], so [`Mutex<Backend, T>`](Mutex) is an ordinary mutex with
-//! guards; each is also a [`Strategy`], which adds a [`Waiter`]: the `chan` crate blocks its
+//! Each is a [`lock_api::RawMutex`], so [`Mutex<R, T>`](Mutex), with `R` any of them
+//! (`Mutex<SemLock, T>`), is an ordinary mutex with guards; each is also a [`Strategy`], which adds a [`Waiter`]: the `chan` crate blocks its
 //! senders and receivers with the waiter of the channel's lock, so picking a strategy picks the
 //! whole blocking behaviour.
 //!

@@ -51,6 +51,28 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
     unsafe fn unlock(&self);
     /// Whether some thread holds the lock (a racy hint, for assertions and diagnostics).
     fn is_locked(&self) -> bool;
+
+    /// Writes what this lock is, for `Debug` output (a channel's shows it): the name and the
+    /// parameters that differ from their defaults, as a [`Backend`](crate::Backend) is
+    /// written (`sem`, `adaptive:spin_ns=500`). A [`DynLock`](crate::DynLock) writes
+    /// `dyn(` its backend `)`.
+    ///
+    /// ```
+    /// use locks::{DynLock, SpinParams, SpinYield, Strategy};
+    /// struct Name<'a, S>(&'a S);
+    /// impl<S: Strategy> std::fmt::Display for Name<'_, S> {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    ///         self.0.fmt_name(f)
+    ///     }
+    /// }
+    /// let spin = SpinYield::with_params(SpinParams { yields: 10, ..SpinParams::DEFAULT });
+    /// assert_eq!(Name(&spin).to_string(), "spin:yields=10");
+    /// let dynamic = DynLock::with_params("sem".parse().unwrap());
+    /// assert_eq!(Name(&dynamic).to_string(), "dyn(sem)");
+    /// ```
+    fn fmt_name(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", Self::NAME, self.params())
+    }
 }
 
 /// A one-shot event: one thread [`wait`](Waiter::wait)s, another [`signal`](Waiter::signal)s.
