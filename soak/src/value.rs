@@ -131,8 +131,10 @@ impl<S: Strategy> Drop for Val<S> {
             }
         });
         // Dropped by a receive that is unwinding from a hostile waker's panic: it had taken
-        // this value from its channel.
-        if std::thread::panicking() && DEPTH.with(Cell::get) == 0 {
+        // this value from its channel. (Not a stale value: an alt's receive arm moves what it
+        // got into its slot before the partner's wake-up, and the slot's stale value it
+        // displaced is dropped with the `Alt` as that unwinds.)
+        if std::thread::panicking() && DEPTH.with(Cell::get) == 0 && !self.stale {
             if let Some(c) = hostile::unwinding_receive(usize::from(self.chan)) {
                 check_received(self, c, false);
             }
