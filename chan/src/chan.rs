@@ -507,18 +507,26 @@ impl<T, L: Strategy> Shared<T, L> {
     /// first panic goes on once all are woken.
     pub(crate) fn release_closed<'a>(&'a self, mut st: Locked<'a, T, L>) {
         let mut panic = None;
-        loop {
+        let kept = loop {
             let keep_receivers = st.lent_out();
             let Some(claimed) = st.close_one(keep_receivers) else {
-                break;
+                break keep_receivers && !st.recvq.is_empty();
             };
             drop(st);
             if let Err(p) = catch_unwind(AssertUnwindSafe(|| claimed.wake())) {
                 panic.get_or_insert(p);
             }
             st = self.lock();
-        }
+        };
+        // Publishes the close.
         drop(st);
+        if kept {
+            // Receivers stay queued for a lent value. Its future may have been counted back
+            // (`lent_received`) after we looked and before the close was published, and then
+            // not have seen the close: look again now that it is (the fence in `lent_out`
+            // pairs with the one in `lent_received`, so one of the two sees the other).
+            self.settle_closed();
+        }
         if let Some(p) = panic {
             resume_unwind(p);
         }

@@ -43,8 +43,7 @@ impl<S: Strategy> Worker<'_, S> {
 
     /// After home channel `home` closed: drains it (unless the round leaves it undrained) and
     /// returns an open channel for the new home; `None` when every channel is closed, after
-    /// draining them all. (Receiving from a closed channel never waits, so tasks call this
-    /// too.)
+    /// draining them all. (Tasks call this too: their drain does not wait, see `drain`.)
     fn rehome(&mut self, home: usize) -> Option<usize> {
         if !self.ctx.plan.abandoned[home] {
             self.drain(home);
@@ -64,9 +63,19 @@ impl<S: Strategy> Worker<'_, S> {
     }
 
     /// Receives from closed channel `c` until it reports itself closed and drained.
+    ///
+    /// A closed channel still waits while a value lent to a receive future may come back
+    /// (chan's rule: it is in the channel until that future takes it or gives it back). A
+    /// task must not wait for that on its runtime's thread, which the future's own task may
+    /// need: it takes what is there without waiting, and its `drain_closed` at the end takes
+    /// what came back later.
     fn drain(&mut self, c: usize) {
         self.slot.begin(Doing::op(Op::Drain, Some(c)));
-        if self.rng.chance(512) {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            while let Ok(v) = self.chans[c].nbrecv() {
+                accept(v, c);
+            }
+        } else if self.rng.chance(512) {
             for v in self.chans[c].iter() {
                 accept(v, c);
             }

@@ -176,14 +176,9 @@ fn hostile_wakers_panic_and_reenter_and_every_panic_is_caught() {
 }
 
 /// `close()` with a panicking waker among its waiters must still wake every other waiter and
-/// then let the panic go on. Today it stops at the first panicking waker and the waiters
-/// behind it sleep for ever (issue 18's third defect): every short soak with `all` hangs, and
-/// the watchdog ends it with exit 3. Un-ignore once that is fixed, and make `all` the default
-/// (`hostile::DEFAULT`) once the second defect is fixed too: a cancelled receive future whose
-/// drop unwinds from a waker's panic is freed while its claimer still writes to it
-/// (AddressSanitizer shows the use-after-free in a soak that lets those drops panic).
+/// then let the panic go on (issue 18's third defect: it used to stop at the first panicking
+/// waker, and every short soak with `all` hung).
 #[test]
-#[ignore = "close() stops at the first panicking waker (issue 18, defect 3)"]
 fn panicking_wakers_in_close_leave_nobody_asleep() {
     let r = soak("--for 5s --seed 1 --tasks always --hostile-wakers all");
     assert_passed(&r);
@@ -194,15 +189,11 @@ fn panicking_wakers_in_close_leave_nobody_asleep() {
     );
 }
 
-/// A receive (or an alt) whose wake of a partner panics unwinds with the value it took: today
-/// the value is dropped with the unwinding (a `recv`'s return value; an alt's arm, which moves
-/// it into the slot only after the wake), so a value whose send returned `Ok` is never seen by
-/// any receiver. The soak counts these as received and dropped; `--strict-wakers` counts them
-/// as lost, which is the check to turn on if the library comes to give such a value back to
-/// its channel before the panic goes on (issue 18: "no value whose send returned Ok may be
-/// lost while a receiver exists").
+/// A receive (or an alt) whose wake of a partner panics must not lose the value it took: a
+/// receive gives it back to its channel before the panic goes on, an alt moves it into its
+/// slot before the wake. `--strict-wakers` counts a value dropped by such an unwinding as
+/// lost (issue 18: "no value whose send returned Ok may be lost while a receiver exists").
 #[test]
-#[ignore = "today a receive that unwinds from a waker's panic drops the value it took"]
 fn receives_that_unwind_from_a_wakers_panic_lose_nothing() {
     assert_passed(&soak("--for 5s --seed 4 --tasks always --strict-wakers"));
 }
