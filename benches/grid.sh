@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The result tables of README.md, made by chantest itself: the chantest workload (M senders x N
+# The result tables of docs/results.md, made by chantest itself: the chantest workload (M senders x N
 # u64 -> one receiver through a channel of O buffers) on our channel, one lane per lock backend,
 # beside the peers as lanes of the same sweep, every value checked (a lost, duplicated or
 # reordered value stops the script with chantest's exit status 3).
@@ -20,7 +20,7 @@
 # message, its ratio to kanal (kanal-async, kanal-async-mt) in brackets; the last column names
 # the fastest lane. PIN unset: all CPUs, then every process under `taskset -c 0`; PIN=c: pinned
 # to CPU c only; PIN=none: all CPUs only. Prints the block; with --write (or WRITE=1) the
-# threads' block also replaces README.md's grid block. BIN may name another chantest build
+# threads' block also replaces docs/results.md's grid block. BIN may name another chantest build
 # (default: this checkout's, built in release under $CARGO_TARGET_DIR or target/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -117,12 +117,12 @@ echo "$block"
 if ((write)); then
     BLOCK="$block" python3 - <<'PY'
 import os, re
-path = "README.md"
+path = "docs/results.md"
 text = open(path).read()
 pattern = re.compile(r"<!-- grid:begin.*?<!-- grid:end -->", re.S)
 if not pattern.search(text):
-    raise SystemExit("README.md has no grid markers")
+    raise SystemExit("docs/results.md has no grid markers")
 open(path, "w").write(pattern.sub(lambda _: os.environ["BLOCK"], text))
 PY
-    echo "README.md updated" >&2
+    echo "docs/results.md updated" >&2
 fi
