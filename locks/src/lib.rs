@@ -1,40 +1,81 @@
 //! Three lock strategies, and the way each one makes a thread wait.
 //!
-//! | type | strategy | contended lock | waiting for an event |
-//! |---|---|---|---|
-//! | [`SpinYield`] | Plan 9's old lock | test-and-set, `sched_yield`, then 1 ms sleeps | poll, yield, sleep |
-//! | [`SemLock`] | Plan 9's 2013 lock | counter + futex [`Semaphore`], no spinning | futex sleep at once |
-//! | [`Adaptive`] | std / Go / kanal / parking_lot | optional timed spin, yields for 20 us, then futex | the same |
+//! | type | name | strategy | contended lock | a blocked channel operation |
+//! |---|---|---|---|---|
+//! | [`SpinYield`] | `spin` | Plan 9's old lock | test-and-set; 1000 × `sched_yield`; then 1 ms sleeps | polls, yields, then sleeps |
+//! | [`SemLock`] | `sem` | Plan 9's 2013 semaphore lock | counter + futex [`Semaphore`], no spinning | futex sleep at once |
+//! | [`Adaptive`] | `adaptive` | std / Go / kanal / parking_lot | optional PAUSE-spin (`spin_ns`, TSC-timed, off by default, never on 1 CPU), `sched_yield` for ≤ 20 µs, then futex | on a channel of at most one buffer the first in line PAUSE-spins for 2 µs (`wait_spin_ns`, never on 1 CPU), the rest only yield; then `sched_yield` for ≤ 20 µs, then futex sleep |
 //!
 //! Each is a [`lock_api::RawMutex`], so [`Mutex<R, T>`](Mutex), with `R` any of them
-//! (`Mutex<SemLock, T>`), is an ordinary mutex with guards; each is also a [`Strategy`], which adds a [`Waiter`]: the `chan` crate blocks its
-//! senders and receivers with the waiter of the channel's lock, so picking a strategy picks the
-//! whole blocking behaviour.
+//! (`Mutex<SemLock, T>`), is an ordinary mutex with guards ([`SpinYield`] and [`Adaptive`]
+//! also give `try_lock_for`/`try_lock_until` through `RawMutexTimed`; [`SemLock`] gives
+//! `unlock_fair`, its hand-off being fair already, but no timed form: a waiter counted in its
+//! `key` may already have been handed the lock, so it cannot simply leave). Each is also a
+//! [`Strategy`], whose associated [`Waiter`] (an `unsafe trait`: the `chan` crate frees a
+//! blocked thread's node on its word) is how a thread blocked on a channel waits: choosing a
+//! backend changes the whole blocking behaviour of a channel.
 //!
 //! Pick a strategy by type:
 //!
 //! ```
-//! use locks::{Mutex, SemLock};
-//! let m: Mutex<SemLock, Vec<u32>> = Mutex::new(vec![]);
-//! m.lock().push(7);
-//! assert_eq!(m.lock().len(), 1);
+//! use locks::{Adaptive, Mutex, SemLock, SpinYield};
+//!
+//! let counter: Mutex<SemLock, u64> = Mutex::new(0);
+//! *counter.lock() += 1;
+//!
+//! let names: Mutex<SpinYield, Vec<&str>> = Mutex::new(vec![]);
+//! names.lock().push("plan9");
+//!
+//! let tuned = Mutex::from_raw(Adaptive::new(locks::AdaptiveParams { yield_ns: 0, ..locks::AdaptiveParams::DEFAULT }), 0u8);
+//! assert_eq!(*tuned.lock(), 0);
 //! ```
 //!
-//! or by name at run time, through [`Backend`]:
+//! or by name at run time, through [`Backend`] (`spin`, `sem`, `adaptive`, with parameters
+//! after colons such as `adaptive:spin_ns=500:yield_ns=0` or `spin:yields=10:sleep_us=50`;
+//! `adaptive:hold_ns=30` is a test aid, not a tuning knob: it busy-waits 30 ns inside every
+//! critical section, a known slowdown for `chantest --calibrate`):
 //!
 //! ```
+//! use locks::{Backend, Strategy, Visit};
+//!
 //! let backend: locks::Backend = "adaptive:spin_ns=500".parse()?;
 //! let m = backend.mutex(String::new());
 //! m.lock().push_str("hi");
+//!
+//! // From an environment variable, falling back to a default:
+//! let backend = Backend::from_env("adaptive".parse()?)?; // reads $LOCKS_BACKEND
+//! let m = backend.mutex(0u32); // locks::Mutex<locks::DynLock, u32>: a match per operation
+//! *m.lock() += 1;
+//!
+//! // Or compile your code once per strategy and let the name pick one, with no dispatch cost:
+//! struct Count;
+//! impl Visit for Count {
+//!     type Output = u64;
+//!     fn visit<S: Strategy>(self, params: S::Params) -> u64 {
+//!         let lock = S::with_params(params);
+//!         lock.lock();
+//!         unsafe { lock.unlock() }; // SAFETY: locked just above
+//!         1
+//!     }
+//! }
+//! assert_eq!("sem".parse::<Backend>()?.visit(Count), 1);
+//! assert!("mcs".parse::<Backend>().is_err()); // "unknown lock backend `mcs` (valid: spin, sem, adaptive)"
 //! # Ok::<(), locks::ParseBackendError>(())
 //! ```
 //!
 //! A backend makes a [`DynLock`], which is itself a [`Strategy`] (its parameters are the
 //! [`Backend`], its [`DynWaiter`] the chosen strategy's waiter), so code generic over
-//! strategies, such as a `chan::Chan<T, DynLock>`, can take its strategy from a name too.
+//! strategies, such as a `chan::Chan<T, DynLock>`, can take its strategy from a name too:
+//! `Chan::<T, DynLock>::with_params(n, backend)` is a channel over the backend chosen at run
+//! time, waiting with that backend's waiter. `Chan::<T, DynLock>::new(n)` does not read the
+//! environment: like `Mutex::<DynLock, _>::new` it is the default adaptive lock
+//! ([`Backend::DEFAULT`]); pass `Backend::from_env(..)?` for `$LOCKS_BACKEND`. The `match`
+//! costs a few instructions per operation against the concrete [`Adaptive`] and no
+//! measurable time (figures in the repository's `docs/tuning.md`).
 //!
-//! With the `stats` feature, [`stats`] counts what the locks did (acquisitions, contention,
-//! spins, yields, futex waits and wakes).
+//! With the `stats` feature, [`stats`] counts what the locks did (acquisitions, contended
+//! acquisitions, spin iterations, yields, sleeps, futex waits and wakes:
+//! `locks::stats::snapshot()`, `reset()`); without it the counters compile to nothing.
 #![warn(missing_docs)]
 
 pub use lock_api;
