@@ -41,25 +41,11 @@ pub struct AdaptiveParams {
 }
 
 impl AdaptiveParams {
-    /// The defaults, chosen by measurement (chantest, 2-vCPU KVM guest, Nov 2026).
-    ///
-    /// A futex sleep and wake costs about 14 us there and a `sched_yield` about 0.2 us, so
-    /// watching the word between yields for 20 us before sleeping catches nearly every
-    /// channel hand-off without a sleep (with a 5 us budget, rendezvous O=0 M=1 went from
-    /// 347 to 1660 ns per message as 7.5 % of messages slept). PAUSE-spinning every waiter
-    /// and locker first did not pay on that machine: in all four of erik's cells each extra
-    /// 150 ns of spin budget made a message 20-60 ns slower than yielding at once (O=10 M=1:
-    /// 130, 165, 185 ns for 0, 150, 300 ns of spin), so `spin_ns` is 0. Letting only the
-    /// waiter first in line spin is another matter: it is the one a partner serves next, so
-    /// on two CPUs a rendezvous hand-off lands within the spin instead of after a yield. One
-    /// process per run, 9 runs each, ns per message with `wait_spin_ns` 2000 against 0: O=0
-    /// M=1 192 against 684, O=0 M=2 616 against 1745, O=1 M=1 273 against 406. With more
-    /// buffers, spinning turned batches into one-by-one trades (O=100 M=1: 98 against 72;
-    /// O=10 M=1 in another run: 882 against 506), which is why `chan` asks for a first waiter
-    /// only on channels of at most one buffer. A per-thread history that stopped spinning
-    /// after wasted spins did worse (O=1 M=1: 1124): a spinning thread keeps its CPU busy,
-    /// and that is what keeps the scheduler from putting both parties on one CPU, where no
-    /// spin can succeed.
+    /// The defaults: never spin as a locker (`spin_ns` 0); spin 2 us only as the waiter first
+    /// in line (`wait_spin_ns`, which `chan` asks for on channels of at most one buffer);
+    /// yield for up to 20 us before the futex sleep (`yield_ns`), since a futex sleep and wake
+    /// costs far more than a yield. Chosen by measurement: the figures are in the
+    /// repository's `docs/tuning.md`.
     pub const DEFAULT: AdaptiveParams = AdaptiveParams {
         spin_ns: 0,
         wait_spin_ns: 2_000,
