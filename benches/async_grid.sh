@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The async grid of README.md ("Tasks: the async grid"): benches/grid.sh --tasks, that is,
+# The async grid of docs/results.md ("Tasks: the async grid"): benches/grid.sh --tasks, that is,
 # chantest with M sender tasks x N u64 -> one receiver task through a channel of O buffers, on
 # tokio's current-thread and multi-thread runtimes, ours (task, task-mt; adaptive and sem)
 # beside the async peers (kanal-async, flume-async, async-channel, tokio and their -mt twins)

@@ -1,7 +1,7 @@
 //! The benchmark suite's crate. Its code lives in `benches/` (criterion suites), `common/`
 //! (the workloads they share), `tests/` (smoke tests) and `examples/dispatch.rs` (for
-//! callgrind); see `benches/README.md`. The README's result tables are chantest's
-//! (`benches/grid.sh`).
+//! callgrind); see `benches/README.md`. The result tables of `docs/results.md` are
+//! chantest's (`benches/grid.sh`).
 
 /// The workspace README, whose examples run as doctests here: this crate depends on both
 /// libraries, and is not published (a packaged crate could not reach the file).

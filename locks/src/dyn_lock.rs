@@ -38,9 +38,9 @@ macro_rules! dyn_lock {
         /// One of the lock strategies, chosen by a [`Backend`] value rather than by type.
         ///
         /// Each operation dispatches with a `match`; for hot code prefer a concrete type, or
-        /// [`Backend::visit`] to compile the code once per strategy (the README gives what
-        /// the `match` costs). `INIT` (and so `Mutex::<DynLock, _>::new`) is
-        /// [`Backend::DEFAULT`], the adaptive lock.
+        /// [`Backend::visit`] to compile the code once per strategy (the repository's
+        /// `docs/tuning.md` gives what the `match` costs). `INIT` (and so
+        /// `Mutex::<DynLock, _>::new`) is [`Backend::DEFAULT`], the adaptive lock.
         ///
         /// ```
         /// let backend: locks::Backend = "spin".parse().unwrap();

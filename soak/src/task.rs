@@ -7,7 +7,7 @@
 //! thread would block: a send, a receive on the receiver's home, an alt that may block),
 //! raced against `tokio::time::timeout`, polled a few times with the task's real waker and
 //! then dropped, or replaced by its non-blocking form. A dropped future is accounted for by
-//! what the library promises (README, "Tasks and threads on one channel"):
+//! what the library promises (the `chan` crate docs, "Tasks and threads on one channel"):
 //! - a send future either sent its value or drops it, once, with itself: the drop runs under
 //!   [`drop_watching`], and the value is recorded as given back (not sent) exactly when it was
 //!   dropped there, else as sent, so the ledger then finds a value lost, duplicated, dropped
