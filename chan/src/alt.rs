@@ -89,6 +89,11 @@ enum Poll {
 /// `release` run with no lock held.
 trait Arm<L: Strategy> {
     fn lock(&self) -> &L;
+    /// Where this arm's lock comes in the order every alt takes locks in: the lock's
+    /// address (channels sharing the global lock share it), or under loom the channel's
+    /// creation number (addresses change from one modelled execution to the next, and a
+    /// model must make the same choices every time).
+    fn lock_key(&self) -> usize;
     unsafe fn poll(&mut self) -> Poll;
     /// Completes the operation now; `None` if it turned out not to be ready after all.
     unsafe fn fire(&mut self) -> Option<Option<Wake<L::Waiter>>>;
@@ -170,6 +175,10 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         self.port.lock()
     }
 
+    fn lock_key(&self) -> usize {
+        self.port.chan.shared.lock_key()
+    }
+
     unsafe fn poll(&mut self) -> Poll {
         // SAFETY: the caller holds the lock.
         let st = unsafe { self.port.state() };
@@ -228,6 +237,10 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
 impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
     fn lock(&self) -> &L {
         self.port.lock()
+    }
+
+    fn lock_key(&self) -> usize {
+        self.port.chan.shared.lock_key()
     }
 
     unsafe fn poll(&mut self) -> Poll {
@@ -482,7 +495,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
             crate::rng::shuffle(&mut self.poll_order);
         }
         let arms = &self.arms;
-        let addr = |i: &usize| arms[*i].lock() as *const L as usize;
+        let addr = |i: &usize| arms[*i].lock_key();
         self.lock_order.clear();
         self.lock_order.extend(0..n);
         self.lock_order.sort_by_key(addr);

@@ -106,6 +106,10 @@ pub(crate) struct Shared<T, L: Strategy> {
     /// by the future, without the lock); with `State::lent` it tells whether a value handed
     /// to a task may still be given back.
     returned: AtomicU64,
+    /// This channel's creation number, its place in alt's lock order under loom (see
+    /// `Shared::lock_key`).
+    #[cfg(loom)]
+    seq: usize,
 }
 
 // SAFETY: `state` is only touched while holding `lock`; the raw node pointers in it belong to
@@ -445,6 +449,17 @@ impl<T, L: Strategy> Shared<T, L> {
         Locked { shared: self, lock }
     }
 
+    /// Where this channel's lock comes in alt's lock order: its address, so that channels
+    /// sharing Plan 9's global lock take it once; under loom the channel's creation number,
+    /// the same in every modelled execution (loom has no global lock).
+    #[inline]
+    pub(crate) fn lock_key(&self) -> usize {
+        #[cfg(loom)]
+        return self.seq;
+        #[cfg(not(loom))]
+        return self.lock.get() as *const L as usize;
+    }
+
     /// The lock, for alt to order and take several channels' locks itself.
     pub(crate) fn raw_lock(&self) -> &L {
         self.lock.get()
@@ -706,6 +721,12 @@ impl<T, L: Strategy> Chan<T, L> {
                 senders: AtomicUsize::new(1),
                 receivers: AtomicUsize::new(1),
                 returned: AtomicU64::new(0),
+                #[cfg(loom)]
+                seq: {
+                    static NEXT: std::sync::atomic::AtomicUsize =
+                        std::sync::atomic::AtomicUsize::new(0);
+                    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                },
             }),
             role: Role::Both,
         }
