@@ -514,12 +514,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
         let mut held = Held::lock(arms, lock_order);
         if let Some((fired, w)) = held.poll(poll_order) {
             drop(held);
-            // The value reaches the caller's place before the partner's wake-up, which is
-            // user code: if it panics, a received value is not lost with the unwinding alt.
-            let arm = &mut arms[fired.index];
-            arm.finish();
-            wake(w);
-            arm.release();
+            Self::complete_ready(&mut *arms[fired.index], w);
             return Some(fired);
         }
         let Mode::Until(deadline) = mode else {
@@ -537,13 +532,8 @@ impl<'a, L: Strategy> Alt<'a, L> {
         let signalled = ctx.block(deadline);
         guard.disarm();
         Self::dequeue_all(arms, lock_order);
-
-        for arm in arms.iter_mut() {
-            arm.finish();
-        }
-        for arm in arms.iter_mut() {
-            arm.release();
-        }
+        Self::finish_arms(arms);
+        Self::release_arms(arms);
         match ctx.selected() {
             _ if !signalled => None,
             Selected::Operation(index) => Some(Fired {
@@ -602,9 +592,29 @@ impl<'a, L: Strategy> Alt<'a, L> {
         if let Some(i) = fired {
             arms[i].settle();
         }
+        Self::finish_arms(arms);
+        Self::release_arms(arms);
+    }
+
+    /// An arm that fired at once, its locks released: the value to the caller's place first,
+    /// then the partner's wake-up, then the drop of what the place held. The last two are
+    /// user code; in this order a panic in either leaves a received value delivered.
+    fn complete_ready(arm: &mut (dyn Arm<L> + 'a), w: Option<Wake<L::Waiter>>) {
+        arm.finish();
+        wake(w);
+        arm.release();
+    }
+
+    /// After a wait, every node unlinked: values to (and unsent values back to) the arms'
+    /// places. No user code.
+    fn finish_arms(arms: &mut [Box<dyn Arm<L> + 'a>]) {
         for arm in arms.iter_mut() {
             arm.finish();
         }
+    }
+
+    /// Drops what [`finish_arms`](Self::finish_arms) displaced (user code: may panic).
+    fn release_arms(arms: &mut [Box<dyn Arm<L> + 'a>]) {
         for arm in arms.iter_mut() {
             arm.release();
         }

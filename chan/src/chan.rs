@@ -507,12 +507,25 @@ impl<T, L: Strategy> Shared<T, L> {
         match catch_unwind(AssertUnwindSafe(|| w.wake())) {
             Ok(()) => v,
             Err(p) => {
-                let back = self.lock().return_value(v);
-                // A second panic here would abort: ours goes on either way.
-                wake(back);
+                self.put_back(v, false);
                 resume_unwind(p)
             }
         }
+    }
+
+    /// Puts a value that a receive had taken back into the channel, for a receive unwinding
+    /// from user code: `lent` if it had been lent to a receive future and not yet counted
+    /// received. Wakes a receiver it goes to (a second panic there would abort: the first
+    /// goes on either way).
+    #[cold]
+    pub(crate) fn put_back(&self, v: T, lent: bool) {
+        let mut st = self.lock();
+        let w = match lent {
+            true => st.give_back(v),
+            false => st.return_value(v),
+        };
+        drop(st);
+        wake(w);
     }
 
     /// Marks the channel closed (if it was not) and wakes every blocked party that the close
@@ -555,9 +568,7 @@ impl<T, L: Strategy> Shared<T, L> {
         // either a receiver deciding whether to wait sees this return, or we see the close
         // it saw and settle the waiters ourselves.
         self.returned.fetch_add(1, SeqCst);
-        if self.summary() & CLOSED != 0 {
-            self.settle_closed();
-        }
+        self.settle_if_closed();
     }
 
     /// [`settle_closed`](Self::settle_closed) if the channel is closed (a hint without the

@@ -13,7 +13,6 @@
 //! drop it. Unsent values go back to their send arms' `Option`s, as after a timed-out wait.
 
 use super::{Alt, Fired, Held};
-use crate::chan::wake;
 use crate::waitq::{Context, Selected};
 use locks::{Adaptive, Strategy};
 use std::cell::UnsafeCell;
@@ -118,12 +117,8 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
             let mut held = Held::lock(arms, lock_order);
             if let Some((fired, w)) = held.poll(poll_order) {
                 drop(held);
-                // As in `Alt::run`: the value first, then the partner's wake-up.
                 self.stage = Stage::Done;
-                let arm = &mut arms[fired.index];
-                arm.finish();
-                wake(w);
-                arm.release();
+                Alt::complete_ready(&mut *arms[fired.index], w);
                 return Poll::Ready(fired);
             }
             // SAFETY: no node of ours is queued: the waker slot is ours.
@@ -169,16 +164,12 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 // Values to their places first (no user code), then count a receive arm's
                 // lent value received, then drop what the places held (user code: a panic
                 // there leaves every value delivered and counted).
-                for arm in self.alt.arms.iter_mut() {
-                    arm.finish();
-                }
+                Alt::finish_arms(&mut self.alt.arms);
                 if let Selected::Operation(index) = selected {
                     // A send arm's `lent_received` does nothing.
                     self.alt.arms[index].lent_received();
                 }
-                for arm in self.alt.arms.iter_mut() {
-                    arm.release();
-                }
+                Alt::release_arms(&mut self.alt.arms);
                 return Poll::Ready(match selected {
                     Selected::Operation(index) => Fired {
                         index,

@@ -212,13 +212,7 @@ impl<T, W: Waiter> Op<T, W> {
             Ok(()) => v,
             Err(p) => {
                 if let Some(v) = v {
-                    let mut st = sh.lock();
-                    let w = match counted.get() {
-                        true => st.return_value(v),
-                        false => st.give_back(v),
-                    };
-                    drop(st);
-                    wake(w);
+                    sh.put_back(v, !counted.get());
                 }
                 std::panic::resume_unwind(p)
             }
