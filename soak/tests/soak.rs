@@ -156,8 +156,8 @@ fn hostile_wakers_panic_and_reenter_and_every_panic_is_caught() {
         + count_before(w, "alts")
         + count_before(w, "other");
     assert_eq!(caught, raised, "{w}");
-    // The default spares close() for now (issue 18's third defect).
-    assert_eq!(count_before(w, "closes"), 0, "{w}");
+    // The default (`all`) lets close() meet panicking wakers too (issue 18's third defect is
+    // fixed), so closes may or may not have caught one in two seconds: no count is asserted.
     assert!(count_before(w, "re-entries") > 0, "{w}");
 
     let r = soak("--for 1s --seed 3 --tasks always --hostile-wakers none");
