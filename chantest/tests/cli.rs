@@ -229,8 +229,13 @@ fn save_baseline(dir: &Path) -> String {
 #[test]
 fn baseline_round_trip_passes() {
     let base = save_baseline(&scratch("roundtrip"));
-    // Only a hundredfold slowdown would count, so noise cannot fail this.
-    let out = stdout(&run(&format!("--baseline {base} --threshold 100"), 0));
+    // Only a hundredfold slowdown would count. With five repetitions a side the interval
+    // runs from the extreme ratios, so one stalled repetition on a loaded machine leaves it
+    // undecided: the budget buys repetitions until it is.
+    let out = stdout(&run(
+        &format!("--baseline {base} --threshold 100 --budget 40s"),
+        0,
+    ));
     assert!(out.contains("new/old ns per message"), "{out}");
     assert!(
         out.contains("# 0 of 4 cells regressed, 0 inconclusive"),
@@ -244,7 +249,7 @@ fn baseline_round_trip_passes() {
     );
     assert!(stdout(&o).contains("inconclusive (~"), "{}", stdout(&o));
     let csv = stdout(&run(
-        &format!("--baseline {base} --threshold 100 --format csv"),
+        &format!("--baseline {base} --threshold 100 --format csv --budget 40s"),
         0,
     ));
     let header = csv.lines().next().unwrap();
@@ -339,7 +344,7 @@ fn save_may_overwrite_its_baseline() {
 #[test]
 fn compare_reports_b_against_a() {
     let o = run(
-        "-N 2000 -R 5 -M 1,2 --compare adaptive,adaptive --threshold 100",
+        "-N 2000 -R 5 -M 1,2 --compare adaptive,adaptive --threshold 100 --budget 40s",
         0,
     );
     let out = stdout(&o);
@@ -366,10 +371,11 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
 
 #[test]
 fn against_itself_runs_both_sides_interleaved() {
-    // Itself, with a hundredfold threshold: the verdict cannot be "regressed", and with five
-    // repetitions a side every interval exists and lies below 101.
+    // Itself, with a hundredfold threshold: the verdict cannot be "regressed", and once
+    // the budget has bought enough repetitions past any stalled one, every interval lies
+    // below 101.
     let o = run(
-        &format!("-N 2000 -R 5 -O 10 -M 1,2 --lock adaptive --against {BIN} --threshold 100 --format json"),
+        &format!("-N 2000 -R 5 -O 10 -M 1,2 --lock adaptive --against {BIN} --threshold 100 --budget 40s --format json"),
         0,
     );
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -377,7 +383,7 @@ fn against_itself_runs_both_sides_interleaved() {
     assert_eq!(changes.len(), 2);
     for c in changes {
         assert_eq!(c["verdict"], "ok", "{c}");
-        assert_eq!(c["reps"], 5, "{c}");
+        assert!(c["reps"].as_u64().unwrap() >= 5, "{c}");
         assert_eq!(c["against_exe"], BIN);
         // The vs column names the other build briefly: the checkout it was built in.
         let checkout = Path::new(BIN)
@@ -592,7 +598,7 @@ fn budget_re_runs_this_side_of_a_baseline() {
     let c = &v["changes"][0];
     assert_eq!(c["old_reps"], 5, "{c}");
     assert!(c["new_reps"].as_u64().unwrap() > 5, "{c}");
-    assert_eq!(c["reps"], 5, "{c}");
+    assert!(c["reps"].as_u64().unwrap() >= 5, "{c}");
     assert_eq!(
         v["cells"][0]["samples"].as_array().unwrap().len() as u64,
         c["new_reps"].as_u64().unwrap()

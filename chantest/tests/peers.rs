@@ -144,7 +144,7 @@ fn ref_names_a_peer() {
 fn compare_runs_beside_peer_lanes() {
     // A/A with a hundredfold threshold: ok, whatever the noise; kanal runs in the same turns.
     let o = run(
-        "-N 2000 -R 5 -M 1 --via chan,kanal --compare adaptive,adaptive --threshold 100",
+        "-N 2000 -R 5 -M 1 --via chan,kanal --compare adaptive,adaptive --threshold 100 --budget 40s",
         0,
     );
     let out = stdout(&o);
@@ -162,7 +162,7 @@ fn compare_runs_beside_peer_lanes() {
 fn compare_asks_whether_ours_is_slower_than_a_peer() {
     // kanal (A) against adaptive over chan (B), with a hundredfold threshold: ok.
     let o = run(
-        "-N 2000 -R 5 -O 10 -M 1,2 --compare kanal,adaptive --threshold 100",
+        "-N 2000 -R 5 -O 10 -M 1,2 --compare kanal,adaptive --threshold 100 --budget 40s",
         0,
     );
     let out = stdout(&o);
@@ -224,7 +224,10 @@ fn a_baseline_keeps_its_peer_lanes_and_reference() {
         &format!("-N 2000 -R 5 -O 10 -M 1 --lock adaptive --via chan,crossbeam --ref crossbeam --save {base}"),
         0,
     );
-    let out = stdout(&run(&format!("--baseline {base} --threshold 100"), 0));
+    let out = stdout(&run(
+        &format!("--baseline {base} --threshold 100 --budget 40s"),
+        0,
+    ));
     assert!(
         out.starts_with("# N=2000") && out.contains("ratio to crossbeam"),
         "{out}"
