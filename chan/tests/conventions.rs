@@ -250,13 +250,8 @@ fn a_dyn_lock_channel_says_which_backend_it_is() {
         assert_eq!((tx.backend(), rx.backend()), (backend, backend));
         assert!(format!("{tx:?}").contains(&format!("dyn({name})")));
     }
-    let spin = Chan::<u8, locks::SpinYield>::with_params(
-        0,
-        locks::SpinParams {
-            yields: 3,
-            ..locks::SpinParams::DEFAULT
-        },
-    );
+    let spin =
+        Chan::<u8, locks::SpinYield>::with_params(0, locks::SpinParams::DEFAULT.with_yields(3));
     assert_eq!(
         format!("{spin:?}"),
         "Chan { lock: spin:yields=3, len: 0, capacity: 0, closed: false }"

@@ -19,7 +19,18 @@ use std::fmt;
 use std::time::Instant;
 
 /// Tuning of [`Adaptive`] and its waiter.
+///
+/// `#[non_exhaustive]`: start from [`DEFAULT`](Self::DEFAULT) and change what you need with
+/// the `with_*` methods (or by assigning a field), so that a new knob is not a breaking change.
+///
+/// ```
+/// use locks::AdaptiveParams;
+/// let p = AdaptiveParams::DEFAULT.with_spin_ns(500).with_yield_ns(0);
+/// assert_eq!(p.to_string(), ":spin_ns=500:yield_ns=0");
+/// assert_eq!("adaptive:spin_ns=500:yield_ns=0".parse(), Ok(locks::Backend::Adaptive(p)));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AdaptiveParams {
     /// How long a locker that finds the lock held spins (PAUSE-hinted loads) before yielding,
     /// in nanoseconds; 0 never spins. Skipped when the process may run on only one CPU.
@@ -33,10 +44,11 @@ pub struct AdaptiveParams {
     /// How long to keep calling `sched_yield` after spinning, before sleeping on the futex,
     /// in nanoseconds; 0 never yields.
     pub yield_ns: u32,
-    /// A test aid, not a tuning knob: busy-wait this many nanoseconds inside every critical
-    /// section (after the lock is taken), so that a known slowdown can be injected and a
-    /// regression test shown to catch it (`chantest --calibrate`). 0, the default, adds one
-    /// predictable branch on a field already in cache and nothing else.
+    /// A test aid, not a tuning knob, present only with the `test-aids` feature: busy-wait
+    /// this many nanoseconds inside every critical section (after the lock is taken), so that
+    /// a known slowdown can be injected and a regression test shown to catch it (`chantest
+    /// --calibrate`). Without the feature the lock has no such branch at all.
+    #[cfg(feature = "test-aids")]
     pub hold_ns: u32,
 }
 
@@ -50,8 +62,34 @@ impl AdaptiveParams {
         spin_ns: 0,
         wait_spin_ns: 2_000,
         yield_ns: 20_000,
+        #[cfg(feature = "test-aids")]
         hold_ns: 0,
     };
+
+    /// With [`spin_ns`](Self::spin_ns) set.
+    pub const fn with_spin_ns(mut self, ns: u32) -> Self {
+        self.spin_ns = ns;
+        self
+    }
+
+    /// With [`wait_spin_ns`](Self::wait_spin_ns) set.
+    pub const fn with_wait_spin_ns(mut self, ns: u32) -> Self {
+        self.wait_spin_ns = ns;
+        self
+    }
+
+    /// With [`yield_ns`](Self::yield_ns) set.
+    pub const fn with_yield_ns(mut self, ns: u32) -> Self {
+        self.yield_ns = ns;
+        self
+    }
+
+    /// With [`hold_ns`](Self::hold_ns) set (a test aid: the `test-aids` feature).
+    #[cfg(feature = "test-aids")]
+    pub const fn with_hold_ns(mut self, ns: u32) -> Self {
+        self.hold_ns = ns;
+        self
+    }
 }
 
 impl Default for AdaptiveParams {
@@ -72,6 +110,7 @@ impl fmt::Display for AdaptiveParams {
         if self.yield_ns != Self::DEFAULT.yield_ns {
             write!(f, ":yield_ns={}", self.yield_ns)?;
         }
+        #[cfg(feature = "test-aids")]
         if self.hold_ns != Self::DEFAULT.hold_ns {
             write!(f, ":hold_ns={}", self.hold_ns)?;
         }
@@ -80,6 +119,9 @@ impl fmt::Display for AdaptiveParams {
 }
 
 impl Params for AdaptiveParams {
+    #[cfg(not(feature = "test-aids"))]
+    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns"];
+    #[cfg(feature = "test-aids")]
     const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns", "hold_ns"];
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
@@ -87,10 +129,20 @@ impl Params for AdaptiveParams {
             "wait_spin_ns" => self.wait_spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             "yield_ns" => self.yield_ns = parse_num(key, value, 1_000_000_000)? as u32,
             // Capped at 1 ms: a longer hold only makes a test aid into a hang.
+            #[cfg(feature = "test-aids")]
             "hold_ns" => self.hold_ns = parse_num(key, value, 1_000_000)? as u32,
+            #[cfg(not(feature = "test-aids"))]
+            "hold_ns" => {
+                return Err(
+                    "`hold_ns` is a test aid: build plan9-locks with its `test-aids` \
+                     feature to use it"
+                        .to_string(),
+                )
+            }
             _ => {
                 return Err(format!(
-                    "unknown parameter `{key}` for adaptive (valid: spin_ns, wait_spin_ns, yield_ns, hold_ns)"
+                    "unknown parameter `{key}` for adaptive (valid: {})",
+                    Self::KEYS.join(", ")
                 ))
             }
         }
@@ -142,6 +194,7 @@ const LOST_RACES: u32 = 4;
 
 /// Busy-waits `ns` nanoseconds: [`AdaptiveParams::hold_ns`], the injected slowdown. Out of
 /// line and cold so that the lock's fast path keeps its shape when it is 0.
+#[cfg(feature = "test-aids")]
 #[cold]
 #[inline(never)]
 fn hold(ns: u32) {
@@ -162,7 +215,7 @@ const CONTENDED: u32 = 2;
 /// let m = Mutex::<Adaptive, _>::new(0);
 /// *m.lock() += 1;
 /// // A lock that goes straight to the futex, for experiments:
-/// let m = Mutex::from_raw(Adaptive::new(AdaptiveParams { yield_ns: 0, ..AdaptiveParams::DEFAULT }), 0);
+/// let m = Mutex::from_raw(Adaptive::new(AdaptiveParams::DEFAULT.with_yield_ns(0)), 0);
 /// assert_eq!(*m.lock(), 0);
 /// ```
 pub struct Adaptive {
@@ -296,10 +349,7 @@ unsafe impl Strategy for Adaptive {
 
     /// A waiter that yields, then sleeps, and never spins.
     fn waiter(&self) -> AdaptiveWaiter {
-        AdaptiveWaiter::new(AdaptiveParams {
-            wait_spin_ns: 0,
-            ..self.params
-        })
+        AdaptiveWaiter::new(self.params.with_wait_spin_ns(0))
     }
 
     /// A waiter that spins for [`AdaptiveParams::wait_spin_ns`] first.
@@ -317,6 +367,7 @@ unsafe impl Strategy for Adaptive {
             self.lock_contended();
         }
         count!(acquisitions);
+        #[cfg(feature = "test-aids")]
         if self.params.hold_ns != 0 {
             hold(self.params.hold_ns);
         }

@@ -26,14 +26,15 @@
 //! let names: Mutex<SpinYield, Vec<&str>> = Mutex::new(vec![]);
 //! names.lock().push("plan9");
 //!
-//! let tuned = Mutex::from_raw(Adaptive::new(locks::AdaptiveParams { yield_ns: 0, ..locks::AdaptiveParams::DEFAULT }), 0u8);
+//! let tuned = Mutex::from_raw(Adaptive::new(locks::AdaptiveParams::DEFAULT.with_yield_ns(0)), 0u8);
 //! assert_eq!(*tuned.lock(), 0);
 //! ```
 //!
 //! or by name at run time, through [`Backend`] (`spin`, `sem`, `adaptive`, with parameters
 //! after colons such as `adaptive:spin_ns=500:yield_ns=0` or `spin:yields=10:sleep_us=50`;
-//! `adaptive:hold_ns=30` is a test aid, not a tuning knob: it busy-waits 30 ns inside every
-//! critical section, a known slowdown for `chantest --calibrate`):
+//! with the `test-aids` feature, `adaptive:hold_ns=30` is a test aid, not a tuning knob: it
+//! busy-waits 30 ns inside every critical section, a known slowdown for `chantest
+//! --calibrate`):
 //!
 //! ```
 //! use locks::{Backend, Strategy, Visit};

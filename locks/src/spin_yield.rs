@@ -20,7 +20,16 @@ use std::time::Duration;
 use std::time::Instant;
 
 /// Tuning of [`SpinYield`] and its waiter.
+///
+/// `#[non_exhaustive]`: start from [`DEFAULT`](Self::DEFAULT) and change what you need with
+/// the `with_*` methods (or by assigning a field), so that a new knob is not a breaking change.
+///
+/// ```
+/// let p = locks::SpinParams::DEFAULT.with_yields(10);
+/// assert_eq!(p.to_string(), ":yields=10");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SpinParams {
     /// Failed attempts answered with `sched_yield` before falling back to sleeping (Plan 9: 1000).
     pub yields: u32,
@@ -34,6 +43,18 @@ impl SpinParams {
         yields: 1000,
         sleep_us: 1000,
     };
+
+    /// With [`yields`](Self::yields) set.
+    pub const fn with_yields(mut self, yields: u32) -> Self {
+        self.yields = yields;
+        self
+    }
+
+    /// With [`sleep_us`](Self::sleep_us) set.
+    pub const fn with_sleep_us(mut self, us: u32) -> Self {
+        self.sleep_us = us;
+        self
+    }
 }
 
 impl Default for SpinParams {

@@ -65,7 +65,7 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
     ///         self.0.fmt_name(f)
     ///     }
     /// }
-    /// let spin = SpinYield::with_params(SpinParams { yields: 10, ..SpinParams::DEFAULT });
+    /// let spin = SpinYield::with_params(SpinParams::DEFAULT.with_yields(10));
     /// assert_eq!(Name(&spin).to_string(), "spin:yields=10");
     /// let dynamic = DynLock::with_params("sem".parse().unwrap());
     /// assert_eq!(Name(&dynamic).to_string(), "dyn(sem)");

@@ -52,23 +52,23 @@ fn adaptive_exclusion() {
     exclusion(|| Adaptive::new(AdaptiveParams::DEFAULT), 2);
     exclusion(
         || {
-            Adaptive::new(AdaptiveParams {
-                spin_ns: 1000,
-                wait_spin_ns: 1000,
-                yield_ns: 1000,
-                hold_ns: 0,
-            })
+            Adaptive::new(
+                AdaptiveParams::DEFAULT
+                    .with_spin_ns(1000)
+                    .with_wait_spin_ns(1000)
+                    .with_yield_ns(1000),
+            )
         },
         2,
     );
     exclusion(
         || {
-            Adaptive::new(AdaptiveParams {
-                spin_ns: 0,
-                wait_spin_ns: 0,
-                yield_ns: 0,
-                hold_ns: 0,
-            })
+            Adaptive::new(
+                AdaptiveParams::DEFAULT
+                    .with_spin_ns(0)
+                    .with_wait_spin_ns(0)
+                    .with_yield_ns(0),
+            )
         },
         3,
     );

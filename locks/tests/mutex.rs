@@ -99,6 +99,7 @@ fn mutual_exclusion_with_unusual_parameters() {
     for name in [
         "adaptive:yield_ns=0",
         "adaptive:spin_ns=100000",
+        #[cfg(feature = "test-aids")]
         "adaptive:hold_ns=200",
         "spin:yields=0:sleep_us=1",
     ] {
@@ -385,7 +386,18 @@ fn timed_locking_gives_up_and_still_excludes() {
     timed::<Adaptive>();
 }
 
+/// Without the `test-aids` feature the shipped lock has no hold branch, and the name says how
+/// to get it.
 #[test]
+#[cfg(not(feature = "test-aids"))]
+fn hold_ns_needs_the_test_aids_feature() {
+    let e = "adaptive:hold_ns=30".parse::<Backend>().unwrap_err();
+    assert!(e.to_string().contains("test-aids"), "{e}");
+    assert!(!<locks::AdaptiveParams as locks::Params>::KEYS.contains(&"hold_ns"));
+}
+
+#[test]
+#[cfg(feature = "test-aids")]
 fn hold_ns_is_a_parameter_that_holds_the_lock() {
     let b: Backend = "adaptive:hold_ns=30".parse().unwrap();
     assert_eq!(b.to_string(), "adaptive:hold_ns=30");

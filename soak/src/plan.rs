@@ -21,10 +21,7 @@ const LENGTH_MS: (u64, u64) = (150, 600);
 /// phase), which puts every contended hand-off through the futex.
 pub(super) fn backends() -> [Backend; 4] {
     let [spin, sem, adaptive] = Backend::ALL;
-    let sleepy = Backend::Adaptive(AdaptiveParams {
-        yield_ns: 0,
-        ..AdaptiveParams::DEFAULT
-    });
+    let sleepy = Backend::Adaptive(AdaptiveParams::DEFAULT.with_yield_ns(0));
     [spin, sem, adaptive, sleepy]
 }
 
