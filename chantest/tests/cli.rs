@@ -588,7 +588,7 @@ fn budget_re_runs_this_side_of_a_baseline() {
             "--lock",
             "adaptive",
             "--budget",
-            "2s",
+            "10s",
             "--format",
             "json",
         ],
