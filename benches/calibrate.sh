@@ -27,7 +27,7 @@ BUDGET=${BUDGET:-45s} THRESHOLD=${THRESHOLD:-0.10} PIN=${PIN:-0}
 pin=()
 [ "$PIN" = 1 ] && pin=(--pin)
 
-cargo build --release -p chantest >&2
+cargo build --release -p chantest --features test-aids >&2
 mkdir -p target/calibrate
 bin=target/calibrate/chantest
 cp target/release/chantest "$bin"

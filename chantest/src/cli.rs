@@ -668,6 +668,11 @@ impl Args {
                 "--calibrate measures the lock over chan: leave out --via"
             ));
         }
+        if self.calibrate && !cfg!(feature = "test-aids") {
+            return Err(usage!(
+                "--calibrate injects hold_ns, a test aid: build chantest with --features test-aids"
+            ));
+        }
 
         let threshold = self.threshold.unwrap_or(if counting {
             instructions::DEFAULT_THRESHOLD

@@ -402,6 +402,10 @@ fn against_itself_runs_both_sides_interleaved() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-aids"),
+    ignore = "needs --features test-aids (hold_ns)"
+)]
 fn against_exit_statuses() {
     let dir = scratch("against-status");
     // Too few repetitions for any interval: inconclusive, exit 4.
@@ -531,6 +535,10 @@ fn budget_adds_repetitions_until_decided_or_spent() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-aids"),
+    ignore = "needs --features test-aids (hold_ns)"
+)]
 fn budget_stops_once_every_cell_is_decided() {
     let dir = scratch("budget-decided");
     let slow = slow_build(&dir);
@@ -613,7 +621,7 @@ fn budget_re_runs_this_side_of_a_baseline() {
             "--lock",
             "adaptive",
             "--budget",
-            "1s",
+            "10s",
         ],
         4,
     );
@@ -680,6 +688,10 @@ fn a_spent_budget_leaves_undecided_cells_inconclusive() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-aids"),
+    ignore = "needs --features test-aids (hold_ns)"
+)]
 fn budget_re_runs_both_backends_of_a_compare() {
     // A backend against itself with no threshold: the budget adds rounds to both sides alike.
     let o = Command::new(BIN)
@@ -741,6 +753,10 @@ fn a_short_run_off_a_terminal_prints_nothing_on_stderr() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-aids"),
+    ignore = "needs --features test-aids (hold_ns)"
+)]
 fn budget_and_calibrate_flags_are_checked() {
     for (args, want) in [
         (

@@ -105,6 +105,10 @@ fn refuses_what_it_cannot_count() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-aids"),
+    ignore = "needs --features test-aids (hold_ns)"
+)]
 fn against_exit_statuses() {
     if !have_valgrind() {
         return;

@@ -159,6 +159,10 @@ fn compare_runs_beside_peer_lanes() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-aids"),
+    ignore = "needs --features test-aids (hold_ns)"
+)]
 fn compare_asks_whether_ours_is_slower_than_a_peer() {
     // kanal (A) against adaptive over chan (B), with a hundredfold threshold: ok.
     let o = run(
