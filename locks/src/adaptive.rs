@@ -1,15 +1,24 @@
 //! Spin briefly, then sleep on a futex: the strategy of the Linux adaptive semaphore in seed
 //! 003, glibc's adaptive mutex, Go's runtime lock, parking_lot and Rust's std.
 //!
-//! The lock is Drepper's three-state futex mutex (0 free, 1 held, 2 held with sleepers), as in
-//! std: a contended locker first watches the word with relaxed loads and a PAUSE hint, but only
-//! while the holder has no sleepers queued (state 1) and only for a budget of *time*
-//! ([`AdaptiveParams::spin_ns`]), then keeps watching between `sched_yield`s for a second
-//! budget ([`AdaptiveParams::yield_ns`]), and only then marks the word 2 and sleeps. Unlock
-//! wakes one sleeper only if the word said 2. When the process may run on a single CPU it skips
-//! the spinning (the holder cannot progress while we burn the only CPU) but still yields, which
-//! hands that CPU to the thread we are waiting for.
+//! The lock word is 0 (free) or 1 (held), beside a count of the threads asleep on it. A
+//! contended locker first watches the word with relaxed loads and a PAUSE hint for a budget of
+//! *time* ([`AdaptiveParams::spin_ns`]), then keeps watching between `sched_yield`s for a
+//! second budget ([`AdaptiveParams::yield_ns`]), and only then counts itself a sleeper and
+//! sleeps on the futex. When the process may run on a single CPU it skips the spinning (the
+//! holder cannot progress while we burn the only CPU) but still yields, which hands that CPU
+//! to the thread we are waiting for.
+//!
+//! Unlock is a plain store, then a read of the sleeper count, and a futex wake only if it is
+//! not 0: no read-modify-write, so an uncontended unlock costs what Plan 9's spin lock's
+//! does. (Drepper's three-state mutex, std's, releases with a swap to learn whether anyone
+//! sleeps; that locked instruction drains the store buffer on every unlock.) A store followed
+//! by a load of another word needs a full fence on both sides to be sure one side sees the
+//! other; here the unlock's side is a compiler fence and the sleeper's side, taken once before
+//! it first sleeps, is `membarrier(2)` (see `barrier.rs`). Where that cannot be had, a
+//! contended locker never sleeps: it keeps yielding, as Plan 9's lock does.
 
+use crate::barrier;
 use crate::futex;
 use crate::spin::{worth_spinning, Budget};
 use crate::stats::count;
@@ -223,7 +232,6 @@ fn hold(ns: u32) {
 
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
-const CONTENDED: u32 = 2;
 
 /// Spin for a bounded time, then block on a futex.
 ///
@@ -236,7 +244,10 @@ const CONTENDED: u32 = 2;
 /// assert_eq!(*m.lock(), 0);
 /// ```
 pub struct Adaptive {
+    /// 1 while held.
     state: AtomicU32,
+    /// Threads asleep on `state`, or about to sleep: an unlock that reads 0 here wakes nobody.
+    sleepers: AtomicU32,
     params: AdaptiveParams,
     /// How well [`Strategy::watch`] has paid on this lock's channel lately, which decides
     /// [`Strategy::watches`]: a credit in the low byte, up one (to [`WATCH_CREDIT`]) for each
@@ -258,13 +269,9 @@ const WATCH_PROBE: u32 = 32;
 
 impl fmt::Debug for Adaptive {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.state.load(Relaxed) {
-            UNLOCKED => "unlocked",
-            LOCKED => "locked",
-            _ => "locked, sleepers",
-        };
         f.debug_struct("Adaptive")
-            .field("state", &state)
+            .field("locked", &(self.state.load(Relaxed) != UNLOCKED))
+            .field("sleepers", &self.sleepers.load(Relaxed))
             .field("params", &self.params)
             .finish()
     }
@@ -276,6 +283,7 @@ impl Adaptive {
     pub const fn new(params: AdaptiveParams) -> Self {
         Adaptive {
             state: AtomicU32::new(UNLOCKED),
+            sleepers: AtomicU32::new(0),
             params,
             watch: std::sync::atomic::AtomicU32::new(WATCH_CREDIT),
         }
@@ -292,6 +300,7 @@ impl Adaptive {
     pub fn new(params: AdaptiveParams) -> Self {
         Adaptive {
             state: AtomicU32::new(UNLOCKED),
+            sleepers: AtomicU32::new(0),
             params,
             watch: std::sync::atomic::AtomicU32::new(WATCH_CREDIT),
         }
@@ -309,6 +318,13 @@ impl Adaptive {
         self.watch.store((w & !WATCH_CREDIT_MASK) | credit, Relaxed);
     }
 
+    #[inline]
+    fn try_acquire(&self) -> bool {
+        self.state
+            .compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed)
+            .is_ok()
+    }
+
     #[cold]
     fn lock_contended(&self) {
         self.lock_contended_until(None);
@@ -320,54 +336,70 @@ impl Adaptive {
     fn lock_contended_until(&self, deadline: Option<Instant>) -> bool {
         count!(contended);
         let p = self.params;
-        // Until it has slept, a locker takes the lock as plain LOCKED: whoever woke a sleeper
-        // left that sleeper to mark the word CONTENDED again, so no sleeper goes unseen. A
-        // race lost to another locker sends it back to watching, a few times, rather than
-        // straight to marking the word, which would cost the winner a futex wake at unlock.
-        let mut s;
-        let mut races = 0;
-        loop {
-            s = wait_while(&self.state, LOCKED, p.spin_ns, p.yield_ns);
-            if s != UNLOCKED {
+        // Watch the word, spinning and then yielding. A race lost to another locker sends it
+        // back to watching, a few times, before it gives up and sleeps.
+        for _ in 0..LOST_RACES {
+            if wait_while(&self.state, LOCKED, p.spin_ns, p.yield_ns) == LOCKED {
                 break;
             }
-            match self
-                .state
-                .compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed)
-            {
-                Ok(_) => return true,
-                Err(now) => s = now,
-            }
-            races += 1;
-            if races == LOST_RACES {
-                break;
-            }
-        }
-        loop {
-            // Having waited, we can no longer know whether others sleep too, so take the lock
-            // as "contended": the cost is at most one needless wake at our unlock. (A timed
-            // locker that gives up after this leaves the same harmless extra wake behind.)
-            if s != CONTENDED && self.state.swap(CONTENDED, Acquire) == UNLOCKED {
+            if self.try_acquire() {
                 return true;
             }
-            match deadline {
-                None => futex::wait(&self.state, CONTENDED),
-                #[cfg(not(loom))]
-                Some(d) if Instant::now() < d => futex::wait_until(&self.state, CONTENDED, d),
-                Some(_) => return false,
+        }
+        if !self.sleepers_seen() {
+            return self.poll_until(deadline);
+        }
+        let got = loop {
+            if self.state.load(Relaxed) == UNLOCKED && self.try_acquire() {
+                break true;
             }
-            s = wait_while(&self.state, LOCKED, p.spin_ns, p.yield_ns);
+            match deadline {
+                None => futex::wait(&self.state, LOCKED),
+                #[cfg(not(loom))]
+                Some(d) if Instant::now() < d => futex::wait_until(&self.state, LOCKED, d),
+                Some(_) => break false,
+            }
+        };
+        self.sleepers.fetch_sub(1, Relaxed);
+        if !got && self.state.load(Relaxed) == UNLOCKED && self.sleepers.load(Relaxed) != 0 {
+            // We may have taken the wake-up of the unlock just made; pass it on.
+            futex::wake_one(&self.state);
+        }
+        got
+    }
+
+    /// Counts the caller among the sleepers and makes sure every unlock from now on sees it
+    /// (the heavy side of the fence pair). `false`, with the count put back, where that
+    /// cannot be done: the caller must not sleep.
+    fn sleepers_seen(&self) -> bool {
+        self.sleepers.fetch_add(1, Relaxed);
+        if barrier::heavy() {
+            return true;
+        }
+        self.sleepers.fetch_sub(1, Relaxed);
+        false
+    }
+
+    /// Waits without sleeping, where no unlock could be trusted to see a sleeper: yield until
+    /// the lock is free, as Plan 9's lock does.
+    #[cold]
+    fn poll_until(&self, deadline: Option<Instant>) -> bool {
+        loop {
+            if self.state.load(Relaxed) == UNLOCKED && self.try_acquire() {
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            count!(yields);
+            yield_now();
         }
     }
 
     /// Takes the lock unless `deadline` passes first; the engine of `RawMutexTimed`.
     #[cfg(not(loom))]
     pub(crate) fn try_lock_until(&self, deadline: Instant) -> bool {
-        let ok = self
-            .state
-            .compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed)
-            .is_ok()
-            || self.lock_contended_until(Some(deadline));
+        let ok = self.try_acquire() || self.lock_contended_until(Some(deadline));
         if ok {
             count!(acquisitions);
         }
@@ -378,9 +410,9 @@ impl Adaptive {
 #[cfg(not(loom))]
 raw_mutex_timed!(Adaptive);
 
-// SAFETY: ownership is the transition of `state` away from 0, by a compare-exchange or swap
-// with Acquire; unlock is a swap to 0 with Release, so each holder's writes happen before the
-// next holder's acquisition.
+// SAFETY: ownership is the transition of `state` from 0 to 1, by a compare-exchange with
+// Acquire; unlock is a store of 0 with Release, so each holder's writes happen before the next
+// holder's acquisition. Unlock never unwinds (a futex wake is a system call that cannot).
 unsafe impl Strategy for Adaptive {
     type Params = AdaptiveParams;
     type Waiter = AdaptiveWaiter;
@@ -441,11 +473,7 @@ unsafe impl Strategy for Adaptive {
 
     #[inline]
     fn lock(&self) {
-        if self
-            .state
-            .compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed)
-            .is_err()
-        {
+        if !self.try_acquire() {
             self.lock_contended();
         }
         count!(acquisitions);
@@ -457,10 +485,7 @@ unsafe impl Strategy for Adaptive {
 
     #[inline]
     fn try_lock(&self) -> bool {
-        let ok = self
-            .state
-            .compare_exchange(UNLOCKED, LOCKED, Acquire, Relaxed)
-            .is_ok();
+        let ok = self.try_acquire();
         if ok {
             count!(acquisitions);
         }
@@ -469,7 +494,11 @@ unsafe impl Strategy for Adaptive {
 
     #[inline]
     unsafe fn unlock(&self) {
-        if self.state.swap(UNLOCKED, Release) == CONTENDED {
+        self.state.store(UNLOCKED, Release);
+        // The light side of the pair whose heavy side a sleeper takes before it sleeps: this
+        // load sees its count, or it sees our store.
+        barrier::light();
+        if self.sleepers.load(Relaxed) != 0 {
             futex::wake_one(&self.state);
         }
     }

@@ -174,6 +174,7 @@ macro_rules! forward_raw_mutex {
 
 mod adaptive;
 mod backend;
+mod barrier;
 #[cfg(not(loom))]
 mod dyn_lock;
 mod futex;
