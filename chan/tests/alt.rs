@@ -1,8 +1,7 @@
 //! `alt`: fairness, bias, non-blocking and timed forms, mixed types, losing send arms.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
+use testkit::per_backend;
 
 use chan::{Alt, Chan, Fired};
 use locks::Strategy;

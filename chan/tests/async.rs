@@ -3,13 +3,11 @@
 //! channels, with cancellation at every point. Every behaviour runs on every backend.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
+use testkit::per_backend;
 #[path = "exec/mod.rs"]
 mod exec;
 
 use chan::{Alt, Chan, RecvError, SendError, TryRecvError};
-use common::{count, Tracked};
 use exec::{block_on, counting_waker, poll_once, poll_some, yield_now, Exec};
 use locks::Strategy;
 use std::collections::HashMap;
@@ -18,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::thread;
+use testkit::{count, Tracked};
 
 per_backend! {
     asynch:

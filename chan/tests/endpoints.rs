@@ -3,15 +3,14 @@
 //! lost or dropped twice; and unbounded channels.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
+use testkit::per_backend;
 
 use chan::{Alt, Chan, RecvError, SendError, TrySendError};
-use common::Tracked;
 use locks::Strategy;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
+use testkit::Tracked;
 
 per_backend! {
     endpoints:

@@ -4,8 +4,7 @@
 //! every body runs under [`deadline`].
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
+use testkit::per_backend;
 
 use chan::{Alt, Chan, TrySendError};
 use locks::{Adaptive, AdaptiveWaiter, NoParams, Strategy, Waiter};

@@ -11,19 +11,18 @@
 //! paths; run it alone with `cargo test -p plan9-chan --test miri litmus` (or under `miri test`).
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
+use testkit::per_backend;
 
 use chan::{
     Alt, Chan, Fired, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError,
     TrySendError,
 };
-use common::{count, Tracked};
 use locks::Strategy;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+use testkit::{count, Tracked};
 
 per_backend! {
     miri:
@@ -621,7 +620,7 @@ fn litmus_nb_store_buffering<S: Strategy>(p: S::Params) {
     // CPUs (on two cores, 6 s against 0.7 s for the four backends): one litmus at a time.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let deadline = Instant::now() + Duration::from_secs_f64(0.5 * common::scale());
+    let deadline = Instant::now() + Duration::from_secs_f64(0.5 * testkit::scale());
     let (a, b) = (
         Chan::<u8, S>::with_params(1, p),
         Chan::<u8, S>::with_params(1, p),

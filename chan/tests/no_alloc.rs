@@ -2,8 +2,7 @@
 //! the blocked thread's stack.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
+use testkit::per_backend;
 
 use chan::Chan;
 use locks::Strategy;

@@ -1,16 +1,15 @@
 //! Channel semantics, checked with flags and joins, never with sleeps or timing.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
+use testkit::per_backend;
 
 use chan::{Chan, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError};
-use common::Tracked;
 use locks::Strategy;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
+use testkit::Tracked;
 
 per_backend! {
     semantics:

@@ -7,10 +7,8 @@
 //! backend (`miri::spin::exclusion`, ..., `miri::adaptive_futex::exclusion`).
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
+use testkit::per_backend;
 
-use common::count;
 use locks::lock_api::{MutexGuard, RawMutex};
 use locks::{Adaptive, Mutex, SemLock, Semaphore, SpinYield, Strategy, Waiter};
 use std::cell::UnsafeCell;
@@ -18,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
+use testkit::count;
 
 per_backend! {
     miri:
@@ -36,7 +35,7 @@ fn exclusion<S: Strategy + RawMutex>(p: S::Params) {
     unsafe impl<S: Sync> Sync for Shared<S> {}
     let shared = Arc::new(Shared(S::with_params(p), UnsafeCell::new(0)));
     let typed = Arc::new(Mutex::<S, u64>::from_raw(S::with_params(p), 0));
-    let named = Arc::new(common::backend::<S>(p).mutex(0u64));
+    let named = Arc::new(testkit::backend::<S>(p).mutex(0u64));
     let threads: Vec<_> = (0..3)
         .map(|_| {
             let (shared, typed, named) = (shared.clone(), typed.clone(), named.clone());

@@ -1,8 +1,7 @@
 //! Mutual exclusion and API semantics of every backend, oversubscribed on purpose.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
+use testkit::per_backend;
 
 use locks::lock_api::RawMutex;
 use locks::{Adaptive, Backend, Mutex, SemLock, SpinYield, Strategy, Visit, Waiter};
@@ -19,7 +18,7 @@ per_backend! {
 
 /// A counter that is not atomic: only the lock keeps the read-modify-write whole.
 fn hammer<R: RawMutex + Send + Sync + 'static>(m: Arc<Mutex<R, u64>>, threads: usize) {
-    let iters = common::scaled(20_000, 100) as u64;
+    let iters = testkit::scaled(20_000, 100) as u64;
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let m = m.clone();
@@ -58,7 +57,7 @@ fn exclusion<S: Strategy>(params: S::Params, threads: usize) {
     struct Shared<S>(Arc<(S, std::cell::UnsafeCell<u64>)>);
     // SAFETY (test): the cell is only touched while holding the lock.
     unsafe impl<S: Sync> Send for Shared<S> {}
-    let iters = common::scaled(10_000, 100) as u64;
+    let iters = testkit::scaled(10_000, 100) as u64;
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let s = Shared(lock.clone());
@@ -136,7 +135,7 @@ fn try_lock_is_locked_and_guards() {
 }
 
 fn lock_held_across_threads_blocks_try_lock<S: Strategy>(p: S::Params) {
-    let b = common::backend::<S>(p);
+    let b = testkit::backend::<S>(p);
     let m = Arc::new(b.mutex(()));
     let g = m.lock();
     let m2 = m.clone();
@@ -261,7 +260,7 @@ fn waiters_made_by<S: Strategy>(lock: &S, new: fn(&S) -> S::Waiter) {
     w.wait();
 
     // Signalled from another thread, many times over, with the waiter dying right after.
-    for _ in 0..common::scaled(2000, 20) {
+    for _ in 0..testkit::scaled(2000, 20) {
         let w = new(lock);
         let addr = &w as *const S::Waiter as usize;
         let t = thread::spawn(move || {
@@ -278,7 +277,7 @@ fn waiters_made_by<S: Strategy>(lock: &S, new: fn(&S) -> S::Waiter) {
 fn waiters_spinning_before_the_futex() {
     // PAUSE-spinning (the first in line), then straight to the futex (the futex alone is
     // `mutex::adaptive_futex`).
-    waiters::<Adaptive>(common::params::<Adaptive>(
+    waiters::<Adaptive>(testkit::params::<Adaptive>(
         "adaptive:wait_spin_ns=5000:yield_ns=0",
     ));
 }
