@@ -5,12 +5,11 @@
 //! with several arms on one channel. `.ci/miri` runs them as it runs `semantics.rs`'s.
 #![cfg(not(loom))]
 
-use testkit::{count, per_backend};
-
 use chan::{Alt, Chan, Fired, TryRecvError};
 use locks::Strategy;
 use std::thread;
 use std::time::Duration;
+use testkit::{count, per_backend};
 
 per_backend! {
     alt:

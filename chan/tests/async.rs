@@ -7,7 +7,6 @@
 //! cancellation races, an async alt, a sink. `.ci/miri` runs them as it runs `semantics.rs`'s.
 #![cfg(not(loom))]
 
-use testkit::per_backend;
 #[path = "exec/mod.rs"]
 mod exec;
 
@@ -21,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::thread;
 use std::time::Duration;
-use testkit::{count, Tracked};
+use testkit::{count, per_backend, Tracked};
 
 per_backend! {
     asynch:

@@ -3,8 +3,6 @@
 //! arms over references to ends, and a `DynLock` channel that says which backend it is.
 #![cfg(not(loom))]
 
-use testkit::per_backend;
-
 use chan::{
     alt, Chan, Receiver, RecvError, RecvTimeoutError, SendError, SendTimeoutError, Sender,
     TryRecvError, TrySendError, WeakSender,
@@ -14,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
+use testkit::per_backend;
 
 per_backend! {
     conventions:

@@ -3,14 +3,12 @@
 //! lost or dropped twice; and unbounded channels.
 #![cfg(not(loom))]
 
-use testkit::per_backend;
-
 use chan::{Alt, Chan, RecvError, SendError, TrySendError};
 use locks::Strategy;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
-use testkit::Tracked;
+use testkit::{per_backend, Tracked};
 
 per_backend! {
     endpoints:

@@ -2,14 +2,13 @@
 //! O in {0, 1, 2, 10, 100} x every backend, with randomized operation kinds and pauses.
 #![cfg(not(loom))]
 
-use testkit::per_backend;
-
 use chan::{Chan, RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use locks::Strategy;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::thread;
 use std::time::Duration;
+use testkit::per_backend;
 
 per_backend! { exactly_once: every_message_exactly_once_fifo_per_sender }
 per_backend! { exactly_once_dyn: through_dyn_lock }

@@ -9,8 +9,6 @@
 //! interprets them; `.ci/miri` runs them over several seeds, under Stacked and Tree Borrows.
 #![cfg(not(loom))]
 
-use testkit::per_backend;
-
 use chan::{
     Alt, Chan, Fired, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError,
     TrySendError,
@@ -20,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
-use testkit::{count, Tracked};
+use testkit::{count, per_backend, Tracked};
 
 per_backend! {
     semantics:

@@ -9,7 +9,6 @@
 //! the old code and fail only under Miri, the lost and resurrected values fail natively too.
 #![cfg(not(loom))]
 
-use testkit::per_backend;
 #[path = "exec/hostile.rs"]
 mod hostile;
 
@@ -24,7 +23,7 @@ use std::sync::{mpsc, Arc};
 use std::task::Poll;
 use std::thread;
 use std::time::Duration;
-use testkit::Tracked;
+use testkit::{per_backend, Tracked};
 
 /// Runs `f` on its own thread and fails if it has not finished in 30 s (natively): a lost
 /// wake-up shows up as a named failure, not a hung suite. Under Miri, where time is virtual

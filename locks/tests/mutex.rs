@@ -8,8 +8,6 @@
 //! `.ci/miri` runs them over several seeds under Stacked and Tree Borrows.
 #![cfg(not(loom))]
 
-use testkit::per_backend;
-
 use locks::lock_api::{MutexGuard, RawMutex};
 use locks::{Adaptive, Backend, Mutex, SemLock, Semaphore, SpinYield, Strategy, Visit, Waiter};
 use std::cell::UnsafeCell;
@@ -17,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::count;
+use testkit::{count, per_backend};
 
 per_backend! {
     mutex:
