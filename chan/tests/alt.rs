@@ -1,13 +1,15 @@
 //! `alt`: fairness, bias, non-blocking and timed forms, mixed types, losing send arms.
+//!
+//! The `miri` tests (`miri::spin::close_wakes_blocked_alts`, ...) are small enough for Miri,
+//! with larger counts natively: a close waking blocked alts, alts over several channels and
+//! with several arms on one channel. `.ci/miri` runs them as it runs `semantics.rs`'s.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
-
-use chan::{Alt, Chan, Fired};
+use chan::{Alt, Chan, Fired, TryRecvError};
 use locks::Strategy;
 use std::thread;
 use std::time::Duration;
+use testkit::{count, per_backend};
 
 per_backend! {
     alt:
@@ -18,6 +20,15 @@ per_backend! {
     losing_send_arms_keep_values,
     closed_reported_last,
     alts_against_alts_exactly_once,
+}
+
+// Small enough for Miri, with larger counts natively: `.ci/miri` runs every test here whose name
+// has `miri` in it (`cargo +nightly miri test -p plan9-chan --test alt -- miri`).
+per_backend! {
+    miri:
+    close_wakes_blocked_alts,
+    alt_over_several_channels,
+    alt_duplicate_arms_on_one_channel,
 }
 
 fn fair_among_ready<S: Strategy>(p: S::Params) {
@@ -329,4 +340,209 @@ fn alt_macro_arms_results_and_tails() {
     };
     assert_eq!(r, 42);
     t.join().unwrap().unwrap();
+}
+
+fn close_wakes_blocked_alts<S: Strategy>(p: S::Params) {
+    for nbuf in [0, 1] {
+        // A receiving alt over an open and a closing channel.
+        let (open, closing) = (
+            Chan::<u32, S>::with_params(nbuf, p),
+            Chan::<u32, S>::with_params(nbuf, p),
+        );
+        let alt = {
+            let (open, closing) = (open.clone(), closing.clone());
+            thread::spawn(move || {
+                let (mut a, mut b) = (None, None);
+                let mut alt = Alt::new();
+                alt.recv(&open, &mut a);
+                let i = alt.recv(&closing, &mut b);
+                let f = alt.wait();
+                drop(alt);
+                (f, i, a, b)
+            })
+        };
+        thread::yield_now();
+        closing.close();
+        let (f, i, a, b) = alt.join().unwrap();
+        assert_eq!((f.index, f.closed, a, b), (i, true, None, None), "O={nbuf}");
+
+        // A sending alt whose only partner is full (or absent): the close fires the arm and
+        // the value stays with the alt.
+        let full = Chan::<u32, S>::with_params(nbuf, p);
+        (0..nbuf as u32).for_each(|i| full.send(i).unwrap());
+        let alt = {
+            let full = full.clone();
+            thread::spawn(move || {
+                let mut out = Some(7);
+                let mut alt = Alt::new();
+                alt.send(&full, &mut out);
+                let f = alt.wait();
+                drop(alt);
+                (f, out)
+            })
+        };
+        thread::yield_now();
+        full.close();
+        let (f, out) = alt.join().unwrap();
+        assert_eq!(
+            (f, out),
+            (
+                Fired {
+                    index: 0,
+                    closed: true
+                },
+                Some(7)
+            ),
+            "O={nbuf}"
+        );
+        assert_eq!(
+            full.iter().count(),
+            nbuf,
+            "O={nbuf}: only the buffered values"
+        );
+    }
+}
+
+/// One alt receiving from three channels (O = 0, 1, 2): a plain sender on the first, an alt
+/// sender choosing between the other two. Every value arrives once; the plain sender's in
+/// order.
+fn alt_over_several_channels<S: Strategy>(p: S::Params) {
+    let n = count(1000, 2, 1) as u32;
+    let chans: Vec<Chan<u32, S>> = (0..3).map(|o| Chan::with_params(o, p)).collect();
+    let plain = {
+        let c = chans[0].clone();
+        thread::spawn(move || (0..n).for_each(|i| c.send(i).unwrap()))
+    };
+    let alting = {
+        let (b, c) = (chans[1].clone(), chans[2].clone());
+        thread::spawn(move || {
+            for i in 0..n {
+                let (mut x, mut y) = (Some(1000 + i), Some(1000 + i));
+                let mut alt = Alt::new();
+                alt.send(&b, &mut x);
+                alt.send(&c, &mut y);
+                let f = alt.wait();
+                drop(alt);
+                assert!(!f.closed);
+                assert_eq!([x, y][f.index], None, "the fired arm's value went out");
+                assert_eq!(
+                    [x, y][1 - f.index],
+                    Some(1000 + i),
+                    "the other arm kept its own"
+                );
+            }
+        })
+    };
+    let (mut next_plain, mut from_alt) = (0, Vec::new());
+    for _ in 0..2 * n {
+        let mut got = [None, None, None];
+        let mut alt = Alt::new();
+        for (c, g) in chans.iter().zip(got.iter_mut()) {
+            alt.recv(c, g);
+        }
+        let f = alt.wait();
+        drop(alt);
+        assert!(!f.closed);
+        let v = got[f.index].expect("the fired arm received");
+        assert_eq!(got.iter().flatten().count(), 1, "exactly one arm received");
+        if f.index == 0 {
+            assert_eq!(v, next_plain, "the plain sender's values in order");
+            next_plain += 1;
+        } else {
+            from_alt.push(v);
+        }
+    }
+    plain.join().unwrap();
+    alting.join().unwrap();
+    from_alt.sort_unstable();
+    assert_eq!((next_plain, from_alt), (n, (1000..1000 + n).collect()));
+}
+
+/// Several arms on one channel: two receive arms, two send arms, and a send and a receive arm
+/// together (an alt must never meet itself).
+fn alt_duplicate_arms_on_one_channel<S: Strategy>(p: S::Params) {
+    let n = count(500, 2, 1) as u32;
+    for nbuf in [0, 1] {
+        // Two receive arms on `c` (and one on an idle channel): one of them gets each value.
+        let (c, idle) = (
+            Chan::<u32, S>::with_params(nbuf, p),
+            Chan::<u32, S>::with_params(nbuf, p),
+        );
+        let sender = {
+            let c = c.clone();
+            thread::spawn(move || (0..n).for_each(|i| c.send(i).unwrap()))
+        };
+        for i in 0..n {
+            let (mut x, mut y, mut z) = (None, None, None);
+            let mut alt = Alt::new();
+            alt.recv(&c, &mut x);
+            alt.recv(&idle, &mut z);
+            alt.recv(&c, &mut y);
+            let f = alt.wait();
+            drop(alt);
+            assert!(!f.closed && f.index != 1, "O={nbuf}: only c has values");
+            let got = [x, z, y];
+            assert_eq!(got[f.index], Some(i), "O={nbuf}: in order");
+            assert_eq!(
+                got.iter().flatten().count(),
+                1,
+                "O={nbuf}: one arm received"
+            );
+        }
+        sender.join().unwrap();
+
+        // Two send arms on `c`: each value received is the fired arm's, the other is kept.
+        let receiver = {
+            let c = c.clone();
+            thread::spawn(move || (0..n).map(|_| c.recv().unwrap()).collect::<Vec<_>>())
+        };
+        let mut expect = Vec::new();
+        for i in 0..n {
+            let (mut x, mut y) = (Some(2 * i), Some(2 * i + 1));
+            let mut alt = Alt::new();
+            alt.send(&c, &mut x);
+            alt.send(&c, &mut y);
+            let f = alt.wait();
+            drop(alt);
+            assert!(!f.closed);
+            let (sent, kept) = if f.index == 0 { (x, y) } else { (y, x) };
+            assert_eq!(sent, None, "O={nbuf}: the fired arm's value went out");
+            assert_eq!(
+                kept,
+                Some(2 * i + (1 - f.index as u32)),
+                "O={nbuf}: the other stayed"
+            );
+            expect.push(2 * i + f.index as u32);
+        }
+        assert_eq!(receiver.join().unwrap(), expect, "O={nbuf}");
+
+        // A send and a receive arm on one channel. With a partner that only receives, the
+        // send arm must fire (on a rendezvous channel the alt cannot receive its own value).
+        let receiver = {
+            let c = c.clone();
+            thread::spawn(move || c.recv().unwrap())
+        };
+        let (mut out, mut back) = (Some(42), None);
+        let mut alt = Alt::new();
+        let si = alt.send(&c, &mut out);
+        alt.recv(&c, &mut back);
+        let f = alt.wait();
+        drop(alt);
+        // Nothing but the alt's own send arm ever offers a value, so the receive arm firing
+        // would mean the alt met itself (or received a value that was never sent).
+        assert_eq!(
+            f,
+            Fired {
+                index: si,
+                closed: false
+            },
+            "O={nbuf}: got {back:?}"
+        );
+        assert_eq!(
+            (out, back, receiver.join().unwrap()),
+            (None, None, 42),
+            "O={nbuf}"
+        );
+        assert_eq!(c.nbrecv(), Err(TryRecvError::Empty), "O={nbuf}");
+    }
 }

@@ -1,15 +1,16 @@
 //! Async send, receive and alt: on tokio (current-thread and multi-thread), `futures`'
 //! executors and a hand-rolled one (`exec/`), mixed with blocking threads on the same
 //! channels, with cancellation at every point. Every behaviour runs on every backend.
+//!
+//! The `miri_async` tests (`miri_async::spin::async_tasks_and_threads`, ...) are small enough
+//! for Miri, with larger counts natively: tasks on the hand-rolled executor against threads,
+//! cancellation races, an async alt, a sink. `.ci/miri` runs them as it runs `semantics.rs`'s.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
 #[path = "exec/mod.rs"]
 mod exec;
 
-use chan::{Alt, Chan, RecvError, SendError, TryRecvError};
-use common::{count, Tracked};
+use chan::{Alt, Chan, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError};
 use exec::{block_on, counting_waker, poll_once, poll_some, yield_now, Exec};
 use locks::Strategy;
 use std::collections::HashMap;
@@ -18,6 +19,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::thread;
+use std::time::Duration;
+use testkit::{count, per_backend, Tracked};
 
 per_backend! {
     asynch:
@@ -40,6 +43,21 @@ per_backend! {
     counting_with_random_cancellation,
     ends_of_a_split_channel,
     a_select_of_receives_loses_nothing,
+}
+
+// Async operations on the hand-rolled executor (`exec/`), mixed with threads: the task
+// context, the waker taken at the claim and put back after it, `done`, and cancellation. Small
+// enough for Miri, with larger counts natively: `.ci/miri` runs every test here whose name has
+// `miri` in it (`cargo +nightly miri test -p plan9-chan --features stream,sink --test async --
+// miri`).
+per_backend! {
+    miri_async:
+    async_tasks_and_threads,
+    async_cancellation_races_a_partner,
+    async_alt_with_a_thread_partner,
+    async_drops_on_one_thread,
+    #[cfg(feature = "sink")]
+    async_sink_with_a_thread_partner,
 }
 
 fn two_tasks_on_the_hand_rolled_executor<S: Strategy>(p: S::Params) {
@@ -768,4 +786,235 @@ mod sink {
         }
         assert_eq!(drops.load(SeqCst), 3);
     }
+}
+
+/// Two tasks on one executor thread and a blocking thread, over a rendezvous and a one-slot
+/// channel: every value once, in order per sender.
+fn async_tasks_and_threads<S: Strategy>(p: S::Params) {
+    let n = count(500, 6, 3) as u64;
+    for nbuf in [0, 1] {
+        let c = Chan::<u64, S>::with_params(nbuf, p);
+        let tx = c.clone();
+        let t = thread::spawn(move || (0..n).for_each(|i| tx.send(1 << 32 | i).unwrap()));
+        let got = Mutex::new(Vec::new());
+        let mut ex = exec::Exec::new();
+        ex.spawn(async {
+            for i in 0..n {
+                c.send_async(i).await.unwrap();
+            }
+        });
+        ex.spawn(async {
+            for _ in 0..2 * n {
+                let v = c.recv_async().await.unwrap();
+                got.lock().unwrap().push(v);
+            }
+        });
+        ex.run();
+        drop(ex);
+        t.join().unwrap();
+        let got = got.into_inner().unwrap();
+        for s in [0u64, 1] {
+            let mine: Vec<u64> = got
+                .iter()
+                .filter(|v| *v >> 32 == s)
+                .map(|v| v & 0xffff_ffff)
+                .collect();
+            assert_eq!(mine, (0..n).collect::<Vec<_>>(), "O={nbuf}: sender {s}");
+        }
+    }
+}
+
+/// A queued send future and a queued receive future dropped while a thread completes them:
+/// whichever wins, each value is received or dropped exactly once and nothing is left
+/// linked.
+fn async_cancellation_races_a_partner<S: Strategy>(p: S::Params) {
+    let rounds = count(200, 3, 2);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (_, waker) = exec::counting_waker();
+    for round in 0..rounds {
+        // A send future against a blocking receiver.
+        let c = Chan::<Tracked, S>::with_params(0, p);
+        let rx = c.clone();
+        let r = thread::spawn(move || rx.recv_timeout(Duration::from_millis(1 + round as u64 % 2)));
+        {
+            let mut s = Box::pin(c.send_async(Tracked::new(round as u64, &drops)));
+            let _ = exec::poll_once(s.as_mut(), &waker);
+            thread::yield_now();
+        }
+        let before = drops.load(SeqCst);
+        match r.join().unwrap() {
+            Ok(v) => {
+                assert_eq!(v.id, round as u64);
+                drop(v);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+        // The send future's value: received and dropped, or dropped with the future.
+        assert!(before <= 2 * round + 1);
+        assert_eq!(drops.load(SeqCst), 2 * round + 1, "round {round}");
+
+        // A receive future against a blocking sender: a value handed to it and then
+        // dropped goes back to the channel.
+        let c = Chan::<Tracked, S>::with_params(0, p);
+        let tx = c.clone();
+        let v = Tracked::new(1000 + round as u64, &drops);
+        let s = thread::spawn(move || tx.send_timeout(v, Duration::from_millis(1)));
+        {
+            let mut r = Box::pin(c.recv_async());
+            if let std::task::Poll::Ready(v) = exec::poll_once(r.as_mut(), &waker) {
+                drop(v.unwrap());
+            }
+            thread::yield_now();
+        }
+        match s.join().unwrap() {
+            Ok(()) => {
+                // Sent: received above, or given back to the channel by the dropped future.
+                if let Ok(v) = c.nbrecv() {
+                    assert_eq!(v.id, 1000 + round as u64);
+                }
+            }
+            Err(SendTimeoutError::Timeout(v)) => drop(v),
+            Err(e) => panic!("{e:?}"),
+        }
+        drop(c);
+        assert_eq!(drops.load(SeqCst), 2 * round + 2, "round {round}");
+    }
+}
+
+/// An async alt over two channels fed by a blocking thread and a task.
+fn async_alt_with_a_thread_partner<S: Strategy>(p: S::Params) {
+    let n = count(200, 4, 2) as u64;
+    let (a, b) = (
+        Chan::<u64, S>::with_params(0, p),
+        Chan::<u64, S>::with_params(1, p),
+    );
+    let ta = a.clone();
+    let t = thread::spawn(move || (0..n).for_each(|i| ta.send(i).unwrap()));
+    let got = Mutex::new(Vec::new());
+    let mut ex = exec::Exec::new();
+    ex.spawn(async {
+        for i in 0..n {
+            b.send_async(1 << 32 | i).await.unwrap();
+        }
+    });
+    ex.spawn(async {
+        for _ in 0..2 * n {
+            let (mut x, mut y) = (None, None);
+            let mut alt = Alt::new();
+            alt.recv(&a, &mut x);
+            alt.recv(&b, &mut y);
+            let fired = alt.wait_async().await;
+            assert!(!fired.closed);
+            drop(alt);
+            got.lock().unwrap().push(x.or(y).unwrap());
+        }
+    });
+    ex.run();
+    drop(ex);
+    t.join().unwrap();
+    let got = got.into_inner().unwrap();
+    assert_eq!(got.len() as u64, 2 * n);
+    for s in [0u64, 1] {
+        let mine: Vec<u64> = got
+            .iter()
+            .filter(|v| *v >> 32 == s)
+            .map(|v| v & 0xffff_ffff)
+            .collect();
+        assert_eq!(mine, (0..n).collect::<Vec<_>>());
+    }
+}
+
+/// Cancellation on one thread, every path: a queued send future dropped (value dropped
+/// once), a receive future dropped after a value was handed to it (value back in the
+/// channel), an async alt dropped after an arm fired (value back in its channel, the unsent
+/// value back in its place), and a future re-polled with another waker.
+fn async_drops_on_one_thread<S: Strategy>(p: S::Params) {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (_, w) = exec::counting_waker();
+    let (_, w2) = exec::counting_waker();
+    let c = Chan::<Tracked, S>::with_params(0, p);
+    {
+        let mut s = Box::pin(c.send_async(Tracked::new(1, &drops)));
+        assert!(exec::poll_once(s.as_mut(), &w).is_pending());
+        assert!(exec::poll_once(s.as_mut(), &w2).is_pending());
+    }
+    assert_eq!(drops.load(SeqCst), 1);
+    {
+        let mut r = Box::pin(c.recv_async());
+        assert!(exec::poll_once(r.as_mut(), &w).is_pending());
+        assert!(c.nbsend(Tracked::new(2, &drops)).is_ok());
+    }
+    assert_eq!(c.nbrecv().map(|t| t.id).ok(), Some(2));
+    assert_eq!(drops.load(SeqCst), 2);
+
+    let d = Chan::<Tracked, S>::with_params(1, p);
+    let (mut x, mut y) = (None, Some(Tracked::new(3, &drops)));
+    d.nbsend(Tracked::new(4, &drops)).unwrap(); // full: the send arm cannot fire
+    {
+        let mut alt = Alt::new();
+        alt.recv(&c, &mut x);
+        alt.send(&d, &mut y);
+        let mut f = Box::pin(alt.wait_async());
+        assert!(exec::poll_once(f.as_mut(), &w).is_pending());
+        assert!(exec::poll_once(f.as_mut(), &w2).is_pending());
+        assert!(c.nbsend(Tracked::new(5, &drops)).is_ok());
+    }
+    assert!(x.is_none());
+    assert_eq!(y.as_ref().map(|t| t.id), Some(3));
+    assert_eq!(c.nbrecv().map(|t| t.id).ok(), Some(5));
+    assert_eq!(drops.load(SeqCst), 3);
+    drop((y, d));
+    assert_eq!(drops.load(SeqCst), 5);
+}
+
+/// A sink's item in each place it can be when the sink goes: kept and never flushed, queued
+/// and dropped, queued and taken by a blocked thread; and a sink feeding a thread.
+#[cfg(feature = "sink")]
+fn async_sink_with_a_thread_partner<S: Strategy>(p: S::Params) {
+    use futures::future::poll_fn;
+    use futures::sink::{Sink, SinkExt};
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (_, w) = exec::counting_waker();
+    let c = Chan::<Tracked, S>::with_params(0, p);
+    {
+        let mut sink = Box::pin(c.sink());
+        sink.as_mut().start_send(Tracked::new(1, &drops)).unwrap();
+    }
+    assert_eq!(drops.load(SeqCst), 1);
+    {
+        let mut sink = Box::pin(c.sink());
+        sink.as_mut().start_send(Tracked::new(2, &drops)).unwrap();
+        let mut flush = Box::pin(poll_fn(|cx| sink.as_mut().poll_flush(cx)));
+        assert!(exec::poll_once(flush.as_mut(), &w).is_pending());
+    }
+    assert_eq!(drops.load(SeqCst), 2);
+    {
+        let mut sink = Box::pin(c.sink());
+        sink.as_mut().start_send(Tracked::new(3, &drops)).unwrap();
+        {
+            let mut flush = Box::pin(poll_fn(|cx| sink.as_mut().poll_flush(cx)));
+            assert!(exec::poll_once(flush.as_mut(), &w).is_pending());
+        }
+        // A thread takes the queued item; the sink is dropped without another poll.
+        let rx = c.clone();
+        assert_eq!(
+            thread::spawn(move || rx.recv().map(|t| t.id))
+                .join()
+                .unwrap(),
+            Ok(3)
+        );
+    }
+    assert_eq!(drops.load(SeqCst), 3);
+
+    let n = count(100, 4, 2) as u64;
+    let (tx, rx) = Chan::<u64, S>::with_params(1, p).split();
+    let t = thread::spawn(move || rx.iter().collect::<Vec<_>>());
+    exec::block_on(async move {
+        let mut sink = Box::pin(tx.into_sink());
+        for i in 0..n {
+            sink.send(i).await.unwrap();
+        }
+    });
+    assert_eq!(t.join().unwrap(), (0..n).collect::<Vec<_>>());
 }

@@ -3,9 +3,6 @@
 //! arms over references to ends, and a `DynLock` channel that says which backend it is.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
-
 use chan::{
     alt, Chan, Receiver, RecvError, RecvTimeoutError, SendError, SendTimeoutError, Sender,
     TryRecvError, TrySendError, WeakSender,
@@ -15,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
+use testkit::per_backend;
 
 per_backend! {
     conventions:
@@ -159,7 +157,7 @@ fn a_weak_sender_does_not_keep_the_channel_open<S: Strategy>(p: S::Params) {
 /// Never a sender on a channel that closed because its senders were gone, and the receiver
 /// sees the end exactly once the last sender, upgraded or not, has gone.
 fn upgrade_races_the_last_sender_drop<S: Strategy>(p: S::Params) {
-    let rounds = common::count(2000, 10, 10);
+    let rounds = testkit::count(2000, 10, 10);
     let (mut won, mut lost) = (0, 0);
     for _ in 0..rounds {
         let (tx, rx) = Chan::<u32, S>::with_params(1, p).split();

@@ -4,9 +4,6 @@
 //! of the surface.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
-
 use chan::{Alt, Chan, RecvTimeoutError};
 use locks::{Backend, DynLock, Strategy};
 use std::thread;
@@ -53,7 +50,7 @@ fn a_blocked_operation_waits_with_the_chosen_backends_waiter() {
 
 #[test]
 fn the_lock_and_waiter_are_the_backends() {
-    for b in common::backends() {
+    for b in testkit::backends() {
         let l = DynLock::with_params(b);
         assert_eq!(l.backend(), b);
         assert_eq!(Strategy::params(&l), b);
@@ -69,7 +66,7 @@ fn the_lock_and_waiter_are_the_backends() {
 
 fn rendezvous_and_close(backend: Backend) {
     let c = Chan::<u64, DynLock>::with_params(0, backend);
-    let n = common::count(2000, 50, 10) as u64;
+    let n = testkit::count(2000, 50, 10) as u64;
     let tx = c.clone();
     let t = thread::spawn(move || {
         for i in 0..n {
@@ -83,14 +80,14 @@ fn rendezvous_and_close(backend: Backend) {
 
 #[test]
 fn rendezvous_and_close_on_every_backend() {
-    for b in common::backends() {
+    for b in testkit::backends() {
         rendezvous_and_close(b);
     }
 }
 
 #[test]
 fn global_lock_and_alt_on_every_backend() {
-    for b in common::backends() {
+    for b in testkit::backends() {
         let (a, d) = (
             Chan::<u64, DynLock>::with_global_lock(1, b),
             Chan::<u64, DynLock>::with_global_lock(0, b),

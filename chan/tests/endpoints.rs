@@ -3,15 +3,12 @@
 //! lost or dropped twice; and unbounded channels.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
-
 use chan::{Alt, Chan, RecvError, SendError, TrySendError};
-use common::Tracked;
 use locks::Strategy;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
+use testkit::{per_backend, Tracked};
 
 per_backend! {
     endpoints:

@@ -2,15 +2,13 @@
 //! O in {0, 1, 2, 10, 100} x every backend, with randomized operation kinds and pauses.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
-
 use chan::{Chan, RecvTimeoutError, SendTimeoutError, TryRecvError, TrySendError};
 use locks::Strategy;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::thread;
 use std::time::Duration;
+use testkit::per_backend;
 
 per_backend! { exactly_once: every_message_exactly_once_fifo_per_sender }
 per_backend! { exactly_once_dyn: through_dyn_lock }
@@ -19,7 +17,7 @@ per_backend! { exactly_once_dyn: through_dyn_lock }
 /// names `S` with these parameters (so `exactly_once_dyn::sem::through_dyn_lock` is
 /// `Chan::<u64, DynLock>::with_params(n, "sem".parse()?)`).
 fn through_dyn_lock<S: Strategy>(params: S::Params) {
-    let backend: locks::Backend = common::name::<S>(params).parse().expect("its own name");
+    let backend: locks::Backend = testkit::name::<S>(params).parse().expect("its own name");
     every_message_exactly_once_fifo_per_sender::<locks::DynLock>(backend);
 }
 
@@ -97,7 +95,7 @@ fn every_message_exactly_once_fifo_per_sender<S: Strategy>(params: S::Params) {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x9f4e_2013u64);
-    let name = common::name::<S>(params);
+    let name = testkit::name::<S>(params);
     for (round, nbuf) in (0..3).flat_map(|r| [0usize, 1, 2, 10, 100].map(|o| (r, o))) {
         let seed = base ^ ((round << 16) | nbuf as u64) << 8;
         let mut rng = StdRng::seed_from_u64(seed);
@@ -105,7 +103,7 @@ fn every_message_exactly_once_fifo_per_sender<S: Strategy>(params: S::Params) {
         // Every channel sees one, two and four receivers over the rounds.
         let receivers = [1, 2, 4][round as usize];
         // Drawn at full size either way, so that a seed names the same run at every scale.
-        let per_sender = common::scaled(rng.random_range(200..=800usize), 10) as u64;
+        let per_sender = testkit::scaled(rng.random_range(200..=800usize), 10) as u64;
         let ctx =
             format!("seed {seed:#x}: {name}, O={nbuf}, M={senders}, K={receivers}, N={per_sender}");
 

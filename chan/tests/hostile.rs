@@ -4,9 +4,6 @@
 //! every body runs under [`deadline`].
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
-
 use chan::{Alt, Chan, TrySendError};
 use locks::{Adaptive, AdaptiveWaiter, NoParams, Strategy, Waiter};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -14,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
+use testkit::per_backend;
 
 /// Runs `f` on its own thread and fails the test if it has not finished in 20 s: a channel
 /// lock left held, or a wake-up lost, shows up as a named failure instead of a hung suite.

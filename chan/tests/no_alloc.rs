@@ -2,14 +2,12 @@
 //! the blocked thread's stack.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
-
 use chan::Chan;
 use locks::Strategy;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::thread;
+use testkit::per_backend;
 
 struct Counting;
 

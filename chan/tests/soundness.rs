@@ -9,13 +9,10 @@
 //! the old code and fail only under Miri, the lost and resurrected values fail natively too.
 #![cfg(not(loom))]
 
-#[macro_use]
-mod common;
 #[path = "exec/hostile.rs"]
 mod hostile;
 
 use chan::{Alt, Chan, RecvError, SendError, TryRecvError, TrySendError};
-use common::Tracked;
 use hostile::{counting, hostile, poll_noop, poll_with, Fault, Hostile};
 use locks::{Strategy, Waiter};
 use std::cell::Cell;
@@ -26,6 +23,7 @@ use std::sync::{mpsc, Arc};
 use std::task::Poll;
 use std::thread;
 use std::time::Duration;
+use testkit::{per_backend, Tracked};
 
 /// Runs `f` on its own thread and fails if it has not finished in 30 s (natively): a lost
 /// wake-up shows up as a named failure, not a hung suite. Under Miri, where time is virtual
@@ -708,7 +706,7 @@ fn futures_polled_after_completion_panic_cleanly<S: Strategy>(p: S::Params) {
 }
 
 fn rounds() -> usize {
-    common::count(200, 4, 2)
+    testkit::count(200, 4, 2)
 }
 
 /// A queued future dropped on one thread while another closes the channel: each value
@@ -849,7 +847,7 @@ fn send_alt_in_spawned_tasks<S: Strategy>(p: S::Params) {
         .worker_threads(2)
         .build()
         .unwrap();
-    let n = common::count(2000, 10, 10) as u32;
+    let n = testkit::count(2000, 10, 10) as u32;
     let a = Arc::new(Chan::<u32, S>::with_params(0, p));
     let b = Arc::new(Chan::<u32, S>::with_params(1, p));
     let out = Arc::new(Chan::<u32, S>::with_params(0, Default::default()));

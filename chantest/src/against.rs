@@ -19,13 +19,11 @@
 
 use crate::child;
 use crate::error::{usage, Error};
-use crate::machine::Machine;
-use crate::measure::Sample;
+use crate::model::{Sample, Via, TAG};
 use crate::plan::{Lane, Plan};
 use crate::records::{Interval, Verdict};
 use crate::records::{Results, FORMAT, VERSION};
 use crate::run::Measured;
-use crate::via::{record, Via};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -96,7 +94,7 @@ impl Side {
 /// This build's `--version` line: the package version and the build's commit (or, outside a
 /// git checkout, when it was built), so that two builds in one comparison can be told apart.
 pub(crate) fn version_line() -> String {
-    format!("chantest {}", crate::cli::VERSION)
+    format!("chantest {}", crate::model::BUILD_VERSION)
 }
 
 /// The other build, named briefly for the `vs` column: the checkout a
@@ -206,7 +204,7 @@ pub(crate) fn compare(
             })
             .collect()
     };
-    let machine = Machine::describe();
+    let machine = crate::machine::describe();
     let mut results = crate::run::records(plan, measured(0), machine.clone());
     let before = crate::run::records(plan, measured(1), machine);
     results.against(&before, &brief(&old.exe), threshold);
@@ -251,7 +249,7 @@ pub(crate) fn args(
     if lane.via() != Via::Chan {
         a.extend(["--via".into(), lane.via().name().into()]);
     }
-    if plan.size != record::TAG {
+    if plan.size != TAG {
         a.extend(["-S".into(), plan.size.to_string()]);
     }
     if plan.global_lock {

@@ -8,10 +8,11 @@ use crate::calibrate::Calibration;
 use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
 use crate::instructions::{self, Counts};
+use crate::model::{check_size, Via, BUILD_VERSION, TAG};
 use crate::plan::Plan;
 use crate::records::Results;
 use crate::report::Format;
-use crate::via::{record, shm, Via};
+use crate::via::shm;
 use clap::Parser;
 use locks::Backend;
 use std::fs::{File, OpenOptions};
@@ -33,9 +34,6 @@ pub(crate) const DEFAULT_THRESHOLD: f64 = 0.10;
 /// chantest measures it, at `-O 10 -M 1,8`) that a regression check should catch; other
 /// machines answer differently, which is what `--calibrate` reports.
 pub(crate) const DEFAULT_HOLD_NS: u32 = 12;
-/// `--version`: the package version and which build this is (see `build.rs`).
-pub(crate) const VERSION: &str =
-    concat!(env!("CARGO_PKG_VERSION"), " (", env!("CHANTEST_BUILD"), ")");
 /// Default `-S`: the seed's ulong.
 pub(crate) const DEFAULT_SIZE: u64 = 8;
 
@@ -120,7 +118,7 @@ duplicated, reordered or damaged, or a transport failed mid-run (e.g. its peer p
 /// switches per message, and the ratio to a reference backend. Every value is checked to
 /// arrive exactly once and in order.
 #[derive(Debug, Parser)]
-#[command(name = "chantest", version = VERSION, after_help = EXAMPLES, max_term_width = 100)]
+#[command(name = "chantest", version = BUILD_VERSION, after_help = EXAMPLES, max_term_width = 100)]
 pub(crate) struct Args {
     /// Channel buffers: a value, a list or a range, e.g. 0,1,10,100 or 1..4,8 [default: 10]
     #[arg(short = 'O', value_name = "NBUF", value_parser = nbuf, allow_negative_numbers = true)]
@@ -387,7 +385,7 @@ fn size(s: &str) -> Result<u64, String> {
     let bytes = n
         .checked_mul(1 << shift)
         .ok_or_else(|| format!("`{s}` is out of range"))?;
-    record::check_size(bytes)?;
+    check_size(bytes)?;
     Ok(bytes)
 }
 
@@ -790,7 +788,7 @@ fn check_transports(plan: &Plan, compare: bool) -> Result<(), Error> {
                 "--via signal ping-pongs between two processes: it takes -M 1, not -M {m}"
             ));
         }
-        if plan.size != record::TAG {
+        if plan.size != TAG {
             return Err(usage!(
                 "--via signal carries one 8-byte value per signal: it takes -S 8, not -S {}",
                 plan.size
@@ -808,7 +806,7 @@ fn check_transports(plan: &Plan, compare: bool) -> Result<(), Error> {
         ));
     }
     if let Some(v) = plan.vias.iter().find(|v| matches!(v, Via::Peer(_))) {
-        if plan.size != record::TAG {
+        if plan.size != TAG {
             return Err(usage!(
                 "--via {v} carries 8-byte values: it takes -S 8, not -S {}",
                 plan.size

@@ -4,7 +4,7 @@
 //! must not repeat a value: a repeated value would make two cells with the same key, which a
 //! baseline comparison could not tell apart.
 
-use crate::via::spec::{MAX_BUFFERS, MAX_PER_SENDER, MAX_SENDERS};
+use crate::model::{MAX_BUFFERS, MAX_PER_SENDER, MAX_SENDERS};
 
 /// The values of one sweep flag, in the order given, without repeats.
 #[derive(Clone, Debug, PartialEq, Eq)]

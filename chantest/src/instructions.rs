@@ -32,19 +32,18 @@ use crate::affinity::{self, Cpus};
 use crate::against::{self, Side};
 use crate::child;
 use crate::error::{usage, Error};
+use crate::model::Via;
+use crate::model::COUNTS_FORMAT as FORMAT;
 use crate::plan::{Lane, Plan, WARMUP};
 use crate::progress::Progress;
 use crate::records::{median_sorted, Key, Params, Verdict};
 use crate::report::Format;
-use crate::via::Via;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// The `format` field of a counts document.
-pub(crate) const FORMAT: &str = "chantest-instructions";
 /// Its schema version.
 pub(crate) const VERSION: u32 = 1;
 /// Default N in this mode: enough messages that the difference dwarfs the noise (a few
@@ -156,7 +155,7 @@ impl CountCell {
 
     /// Instructions per message of each repetition.
     pub(crate) fn per_msg(&self) -> Vec<f64> {
-        let via = self.via.parse().unwrap_or(crate::via::Via::Chan);
+        let via = self.via.parse().unwrap_or(Via::Chan);
         let half = via.messages(self.senders, self.per_sender / 2);
         let full = via.messages(self.senders, self.per_sender);
         let msgs = self.rounds.max(1) as f64 * (full - half);

@@ -1,43 +1,26 @@
-//! What the figures were measured on, saved beside them so that a baseline from another
-//! machine is recognisable as such.
+//! What the figures were measured on, read from this machine: a [`Machine`] (a
+//! [`crate::model`] type), saved beside them so that a baseline from another machine is
+//! recognisable as such.
 
-use serde::{Deserialize, Serialize};
+use crate::model::Machine;
 use std::ffi::CStr;
 
-/// The machine a run was made on.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub(crate) struct Machine {
-    /// `model name` from /proc/cpuinfo.
-    pub cpu: String,
-    /// CPUs this process may use.
-    pub nproc: usize,
-    /// CPUs online.
-    pub online_cpus: usize,
-    /// `uname -srv`.
-    pub kernel: String,
-    /// `uname -m`.
-    pub arch: String,
-}
-
-impl Machine {
-    /// Describes this machine; whatever cannot be read is left empty.
-    pub(crate) fn describe() -> Machine {
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|s| cpu_model(&s))
-            .unwrap_or_default();
-        let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
-        // SAFETY: sysconf has no preconditions.
-        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        let (kernel, arch) = uname().unwrap_or_default();
-        Machine {
-            cpu,
-            nproc,
-            online_cpus: usize::try_from(online).unwrap_or(0),
-            kernel,
-            arch,
-        }
+/// Describes this machine; whatever cannot be read is left empty.
+pub(crate) fn describe() -> Machine {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| cpu_model(&s))
+        .unwrap_or_default();
+    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    let (kernel, arch) = uname().unwrap_or_default();
+    Machine {
+        cpu,
+        nproc,
+        online_cpus: usize::try_from(online).unwrap_or(0),
+        kernel,
+        arch,
     }
 }
 
@@ -89,7 +72,7 @@ mod tests {
 
     #[test]
     fn describes_this_machine() {
-        let m = Machine::describe();
+        let m = describe();
         assert!(m.nproc >= 1 && m.online_cpus >= 1);
         assert!(!m.kernel.is_empty() && !m.arch.is_empty());
     }

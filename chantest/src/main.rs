@@ -12,9 +12,14 @@
 //!   to measure false alarms and detection; [`isolate`] runs a sweep that way, one process
 //!   per repetition of each cell (`--per-process`);
 //! * [`records`] is the data model: what `--save` writes, `--baseline` reads and another
-//!   build's `--format json` prints to `--against` (described by [`machine`]);
+//!   build's `--format json` prints to `--against` (the machine described by [`machine`]);
 //! * [`verdict`] judges new against old; [`report`] and [`plot`] print records, never touching
 //!   running code.
+//!
+//! What both sides need (which transport, the limits of a run, a run's [`model::Sample`], the
+//! [`model::Machine`], the names of the files) is in [`model`], which runs nothing: the
+//! records, verdicts and reports import from it and from each other, never from [`via`],
+//! [`mod@run`], [`measure`] or any other module that runs something.
 //!
 //! The two-process transports start chantest again as their peer (`chantest --peer …`, see
 //! [`via::peer`]), which is recognised here before any flag is parsed. The stress test under
@@ -32,6 +37,7 @@ mod instructions;
 mod isolate;
 mod machine;
 mod measure;
+mod model;
 mod plan;
 mod plot;
 mod progress;
@@ -104,7 +110,7 @@ fn run() -> Result<ExitCode, Error> {
             } else {
                 run::sweep(&setup.plan)?
             };
-            run::records(&setup.plan, measured, machine::Machine::describe())
+            run::records(&setup.plan, measured, machine::describe())
         }
     };
 

@@ -4,6 +4,7 @@
 //! receiver around a run include the senders' CPU time and context switches as well. A
 //! transport with a peer process adds the peer's own figures, which it reports at the end.
 
+use crate::model::Sample;
 use std::time::Instant;
 
 /// Resource usage of the whole process at one moment.
@@ -55,9 +56,6 @@ impl Usage {
     }
 }
 
-/// Whether [`cycles`] counts anything on this architecture.
-pub(crate) const HAVE_TSC: bool = cfg!(target_arch = "x86_64");
-
 /// The time-stamp counter, or 0 where there is none.
 ///
 /// Plan 9's chantest reported cycles; on modern x86 the TSC ticks at a constant rate rather
@@ -101,50 +99,24 @@ impl Stamp {
     }
 }
 
-/// What one run of the workload cost, in totals (not per message).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Sample {
-    /// Wall time from the start barrier to the last value received.
-    pub ns: u64,
-    /// Time-stamp counter ticks over the same interval (0 without a TSC).
-    #[serde(default)]
-    pub cycles: u64,
-    /// CPU time of all threads, user plus system.
-    #[serde(default)]
-    pub cpu_ns: u64,
-    /// Voluntary context switches.
-    #[serde(default)]
-    pub vcsw: u64,
-    /// Involuntary context switches.
-    #[serde(default)]
-    pub ivcsw: u64,
-    /// Futex waits by the locks and waiters (0 without the `stats` feature).
-    #[serde(default)]
-    pub futex_waits: u64,
-    /// Futex wakes by the locks and waiters (0 without the `stats` feature).
-    #[serde(default)]
-    pub futex_wakes: u64,
-}
-
-impl Sample {
-    /// A sample of `(ns, cycles)` from [`Stamp::since`] and the usage over the same run,
-    /// without futex counts (for transports the `locks` crate does not count).
-    pub(crate) fn new((ns, cycles): (u64, u64), used: Usage) -> Sample {
-        Sample {
-            ns,
-            cycles,
-            cpu_ns: used.cpu_ns,
-            vcsw: used.vcsw,
-            ivcsw: used.ivcsw,
-            futex_waits: 0,
-            futex_wakes: 0,
-        }
+/// A sample of `(ns, cycles)` from [`Stamp::since`] and the usage over the same run,
+/// without futex counts (for transports the `locks` crate does not count).
+pub(crate) fn sample((ns, cycles): (u64, u64), used: Usage) -> Sample {
+    Sample {
+        ns,
+        cycles,
+        cpu_ns: used.cpu_ns,
+        vcsw: used.vcsw,
+        ivcsw: used.ivcsw,
+        futex_waits: 0,
+        futex_wakes: 0,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::HAVE_TSC;
 
     #[test]
     fn usage_moves_forward() {

@@ -5,8 +5,8 @@
 //! again in a saved file or another build's output. Nothing here runs anything.
 
 use crate::grid::Grid;
+use crate::model::Via;
 use crate::records::{Key, NO_LOCK};
-use crate::via::Via;
 use locks::Backend;
 
 /// Unmeasured rounds per (O, M) point before the measured ones: they fault in stacks and

@@ -5,9 +5,7 @@
 
 use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
-use crate::machine::Machine;
-use crate::measure::Sample;
-use crate::via::{record, Via};
+use crate::model::{check_size, Machine, Sample, Via, COUNTS_FORMAT, TAG};
 use locks::Backend;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -28,7 +26,7 @@ fn default_via() -> String {
 }
 
 fn default_size() -> u64 {
-    record::TAG as u64
+    TAG as u64
 }
 
 /// The `lock` of a cell whose transport takes no lock backend.
@@ -290,9 +288,8 @@ impl Results {
         let name = path.display();
         let text = std::fs::read_to_string(path)
             .map_err(|e| usage!("cannot read baseline {name}: {e}"))?;
-        let counts = serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| {
-            v.get("format").and_then(|f| f.as_str()) == Some(crate::instructions::FORMAT)
-        });
+        let counts = serde_json::from_str::<serde_json::Value>(&text)
+            .is_ok_and(|v| v.get("format").and_then(|f| f.as_str()) == Some(COUNTS_FORMAT));
         if counts {
             return Err(usage!(
                 "baseline {name} holds instruction counts: compare with --metric instructions"
@@ -331,7 +328,7 @@ impl Results {
             lock.parse::<Backend>().map_err(|e| e.to_string())?;
         }
         self.vias()?;
-        record::check_size(p.size).map_err(|e| format!("-S: {e}"))?;
+        check_size(p.size).map_err(|e| format!("-S: {e}"))?;
         in_range(Bounds::PER_SENDER, p.per_sender)?;
         in_range(Bounds::REPS, p.reps as u64)?;
         self.grids()?;

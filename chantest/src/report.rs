@@ -1,10 +1,10 @@
 //! Printing results: an aligned table for people, a markdown table for documents (the README's
 //! result tables), CSV and JSON for programs, and Plan 9's bare nanoseconds.
 
+use crate::model::{PeerChan, Via, HAVE_TSC, TAG};
 use crate::records::Results;
 use crate::records::Verdict;
 use crate::verdict::CONFIDENCE;
-use crate::via::{PeerChan, Via};
 use clap::ValueEnum;
 use std::fmt::Write;
 
@@ -164,7 +164,7 @@ fn heading(r: &Results) -> String {
             (true, false) => ", per-channel locks",
         },
         if p.pin { ", pinned" } else { "" },
-        if p.size > crate::via::record::TAG as u64 {
+        if p.size > TAG as u64 {
             format!(", S={} bytes per message", p.size)
         } else {
             String::new()
@@ -176,9 +176,9 @@ fn heading(r: &Results) -> String {
 fn table(r: &Results, threshold: f64) -> String {
     let p = &r.params;
     let vias = r.has_transports();
-    let bandwidth = p.size > crate::via::record::TAG as u64;
+    let bandwidth = p.size > TAG as u64;
     let mut out = format!("# {}\n", heading(r));
-    let tsc = crate::measure::HAVE_TSC;
+    let tsc = HAVE_TSC;
     let mut head = vec!["lock"];
     if vias {
         head.push("via");

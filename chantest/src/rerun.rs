@@ -10,12 +10,13 @@
 use crate::affinity::Cpus;
 use crate::against::MAX_REPS;
 use crate::error::{usage, Error};
-use crate::machine::Machine;
+use crate::machine;
+use crate::model::Via;
 use crate::plan::{Lane, Plan, WARMUP};
 use crate::records::Results;
 use crate::run::{self, Measured};
+use crate::via;
 use crate::via::spec::Spec;
-use crate::via::{self, Via};
 use std::time::{Duration, Instant};
 
 /// Measured rounds added to an undecided point each time round: enough to move an interval,
@@ -42,7 +43,7 @@ pub(crate) fn sweep(
     let start = Instant::now();
     let mut measured = run::sweep(plan)?;
     let results = |m: &[Measured]| {
-        let mut r = run::records(plan, m.to_vec(), Machine::describe());
+        let mut r = run::records(plan, m.to_vec(), machine::describe());
         judge(&mut r);
         r
     };

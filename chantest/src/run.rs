@@ -8,13 +8,12 @@
 
 use crate::affinity::Cpus;
 use crate::error::{usage, Error};
-use crate::machine::Machine;
-use crate::measure::Sample;
+use crate::model::{Machine, Sample, Via};
 use crate::plan::{Lane, Plan, WARMUP};
 use crate::progress::Progress;
 use crate::records::{Cell, Params, Results, Summary, FORMAT, VERSION};
+use crate::via;
 use crate::via::spec::Spec;
-use crate::via::{self, Via};
 
 /// The samples of one cell.
 #[derive(Clone, Debug, PartialEq)]

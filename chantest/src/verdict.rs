@@ -43,8 +43,8 @@
 //! breaks that, which is why `--against` and `--compare` interleave their two sides,
 //! repetition by repetition, so that drift hits both alike.
 
+use crate::model::Via;
 use crate::records::{median_sorted, Cell, Change, Interval, Results, Verdict};
-use crate::via::Via;
 
 /// Two-sided confidence level of a run's verdicts, all cells together (see the module docs).
 pub(crate) const CONFIDENCE: f64 = 0.95;

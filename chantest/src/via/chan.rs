@@ -24,7 +24,8 @@ use super::record;
 use super::spec::Spec;
 use crate::affinity;
 use crate::error::{usage, Error};
-use crate::measure::{Sample, Stamp, Usage};
+use crate::measure::{self, Stamp, Usage};
+use crate::model::{Sample, TAG};
 use chan::Chan;
 use locks::{Backend, Strategy, Visit};
 use std::sync::{Arc, Barrier};
@@ -79,7 +80,7 @@ impl<D: Drive> Visit for Run<'_, '_, D> {
 
     fn visit<S: Strategy>(self, params: S::Params) -> Self::Output {
         let Run(spec, drive) = self;
-        if spec.size <= record::TAG {
+        if spec.size <= TAG {
             let c = new_chan::<u64, S>(spec, spec.nbuf, params);
             return drive.drive(c, spec, |tag| tag, Ok);
         }
@@ -247,7 +248,7 @@ impl Clocks {
         Sample {
             futex_waits: stats.futex_waits,
             futex_wakes: stats.futex_wakes,
-            ..Sample::new(self.stamp.since(&start.stamp), used)
+            ..measure::sample(self.stamp.since(&start.stamp), used)
         }
     }
 }

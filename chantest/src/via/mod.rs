@@ -37,13 +37,11 @@ mod stream;
 mod task;
 
 use crate::error::{usage, Error};
-use crate::measure::Sample;
+use crate::model::{Sample, Via};
 use locks::Backend;
 use spec::Spec;
 use std::ffi::OsStr;
 use std::process::ExitCode;
-
-pub(crate) use spec::{PeerChan, Via};
 
 /// One run over `via`; `backend` is the lock of our channel (`chan`, `task`, `task-mt`; the
 /// other transports take none).
@@ -90,44 +88,4 @@ pub(crate) fn main_if_peer() -> Option<ExitCode> {
             e.exit_code()
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for v in Via::ALL {
-            match v {
-                Via::Peer(_) if !cfg!(feature = "peers") => {
-                    assert!(v
-                        .name()
-                        .parse::<Via>()
-                        .unwrap_err()
-                        .contains("`peers` feature"))
-                }
-                _ => assert_eq!(v.name().parse::<Via>(), Ok(v)),
-            }
-        }
-        assert!(Via::parse_list("chan,tcp")
-            .unwrap_err()
-            .contains("unknown transport `tcp`"));
-        assert!(Via::parse_list("pipe,pipe")
-            .unwrap_err()
-            .contains("listed twice"));
-        assert_eq!(Via::parse_list("shm, pipe").unwrap(), [Via::Shm, Via::Pipe]);
-    }
-
-    #[test]
-    fn reference_and_messages() {
-        assert_eq!(Via::reference(&[Via::Pipe, Via::Chan], "sem"), Via::Chan);
-        assert_eq!(Via::reference(&[Via::Shm, Via::Pipe], "sem"), Via::Shm);
-        let kanal = Via::Peer(PeerChan::Kanal);
-        assert_eq!(Via::reference(&[Via::Chan, kanal], "kanal"), kanal);
-        assert_eq!(Via::reference(&[Via::Chan, kanal], "adaptive"), Via::Chan);
-        assert_eq!(Via::reference(&[Via::Chan], "kanal"), Via::Chan);
-        assert_eq!(Via::Signal.messages(1, 10), 20.0);
-        assert_eq!(Via::Pipe.messages(3, 10), 30.0);
-    }
 }

@@ -17,10 +17,10 @@
 
 use super::chan;
 use super::ends::{AsyncRx, AsyncTx, Rx, Tx};
-use super::spec::{PeerChan, Spec};
+use super::spec::Spec;
 use super::task::{self, Flavor};
 use crate::error::Error;
-use crate::measure::Sample;
+use crate::model::{PeerChan, Sample};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 

@@ -18,34 +18,11 @@
 //! every one to sum it ([`read`]), and the sum doubles as the integrity check: a record split,
 //! interleaved with another or left stale shows up as a checksum that does not match.
 
-use super::spec::{MAX_PER_SENDER, SEQ_BITS};
 use crate::error::Error;
+use crate::model::{MAX_PER_SENDER, SEQ_BITS, TAG};
 
-/// Bytes of the tag, the seed's ulong: the smallest message.
-pub(crate) const TAG: usize = 8;
 /// Bytes of tag and checksum: the smallest message with a payload.
 pub(crate) const HEADER: usize = 16;
-/// The largest message: far beyond seed 001's 1 MiB blocks, and small enough that a ring of
-/// a few such slots fits in memory.
-pub(crate) const MAX_SIZE: u64 = 256 << 20;
-
-/// Whether `size` is a message size chantest can send; the error says what is allowed.
-pub(crate) fn check_size(size: u64) -> Result<(), String> {
-    match size {
-        8 => Ok(()),
-        0..8 => Err(format!(
-            "{size} bytes is too small: a message carries at least its 8-byte value"
-        )),
-        9..16 => Err(format!(
-            "{size} bytes does not fit the record: a message is 8 bytes (its value alone) or at \
-             least 16 (value, checksum, payload)"
-        )),
-        _ if size > MAX_SIZE => Err(format!(
-            "{size} bytes is out of range (allowed: 8, or 16 to {MAX_SIZE})"
-        )),
-        _ => Ok(()),
-    }
-}
 
 /// The tag of sender `id`'s value number `seq`.
 #[inline]
@@ -213,20 +190,6 @@ pub(crate) fn describe(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(check_size(8), Ok(()));
-        assert_eq!(check_size(16), Ok(()));
-        assert_eq!(check_size(MAX_SIZE), Ok(()));
-        assert!(check_size(0)
-            .unwrap_err()
-            .contains("at least its 8-byte value"));
-        assert!(check_size(12).unwrap_err().contains("or at least 16"));
-        assert!(check_size(MAX_SIZE + 1)
-            .unwrap_err()
-            .contains("out of range"));
-    }
 
     #[test]
     fn records_round_trip() {

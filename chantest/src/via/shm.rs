@@ -16,10 +16,11 @@
 use super::peer::{self, Peer};
 use super::record;
 use super::ring::{self, Ring, Shape};
-use super::spec::{Spec, Via};
+use super::spec::Spec;
 use crate::affinity::{self, Cpus};
 use crate::error::{usage, Error};
-use crate::measure::{Sample, Stamp, Usage};
+use crate::measure::{sample, Stamp, Usage};
+use crate::model::{Sample, Via};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -66,7 +67,7 @@ pub(crate) fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
             ring.pending()
         )));
     }
-    Ok(Sample::new(end.since(&start), used))
+    Ok(sample(end.since(&start), used))
 }
 
 /// The peer: maps the ring from stdin and runs the senders.

@@ -20,10 +20,11 @@
 use super::peer::{self, Peer};
 use super::record;
 use super::ring::CHECK_EVERY;
-use super::spec::{Alive, Spec, Via};
+use super::spec::{Alive, Spec};
 use crate::affinity;
 use crate::error::{usage, Error};
-use crate::measure::{Sample, Stamp, Usage};
+use crate::measure::{sample, Stamp, Usage};
+use crate::model::{Sample, Via, TAG};
 use std::io;
 
 /// The signal both sides use.
@@ -109,7 +110,7 @@ fn receive(from: libc::pid_t, alive: Alive<'_>) -> Result<u64, Error> {
 
 /// One run: N round trips with the peer.
 pub(crate) fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
-    if spec.senders != 1 || spec.size != record::TAG {
+    if spec.senders != 1 || spec.size != TAG {
         return Err(usage!(
             "--via signal ping-pongs one value between two processes: it needs -M 1 and -S 8"
         ));
@@ -142,7 +143,7 @@ pub(crate) fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
     }
     let end = Stamp::now();
     let used = Usage::now().since(&usage0).plus(&peer.finish()?);
-    Ok(Sample::new(end.since(&start), used))
+    Ok(sample(end.since(&start), used))
 }
 
 /// The peer: `N CPU` (CPU: where to pin, or `-`). Echoes N signals, checking their order.

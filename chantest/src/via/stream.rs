@@ -24,7 +24,8 @@ use super::record;
 use super::spec::Spec;
 use crate::affinity;
 use crate::error::{usage, Error};
-use crate::measure::{Sample, Stamp, Usage};
+use crate::measure::{sample, Stamp, Usage};
+use crate::model::Sample;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -194,7 +195,7 @@ pub(super) fn run(kind: Kind, spec: &Spec<'_>) -> Result<Sample, Error> {
     if filled > 0 || read(&mut reader, &mut buf, kind, received, total)? > 0 {
         return Err(too_many(total));
     }
-    Ok(Sample::new(end.since(&start), used))
+    Ok(sample(end.since(&start), used))
 }
 
 /// One read, retried if a signal interrupts it.

@@ -28,7 +28,7 @@ use super::record;
 use super::spec::Spec;
 use crate::affinity::{self, Cpus};
 use crate::error::{usage, Error};
-use crate::measure::Sample;
+use crate::model::Sample;
 use chan::Chan;
 use locks::{Backend, Strategy};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};

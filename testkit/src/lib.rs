@@ -1,10 +1,19 @@
-//! Helpers shared by the channel tests.
-#![allow(dead_code, unused_macros)]
+//! What the tests of `plan9-locks` and `plan9-chan` share: [`per_backend!`], which makes one
+//! `#[test]` per behaviour and backend, the parameters of a backend by name ([`params`]),
+//! iteration counts scaled by `CHAN_TEST_SCALE` and cut down under Miri ([`scaled`],
+//! [`count`]), a value that counts its drops ([`Tracked`]) and the backends every test runs
+//! with ([`backends`]).
+//!
+//! A dev-dependency of both libraries, by path: `use testkit::per_backend;` in a test file.
 
 use locks::{Backend, Strategy, Visit};
 use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
+
+/// The lock crate the macros name, whatever the test crate calls it.
+#[doc(hidden)]
+pub use locks;
 
 /// One `#[test]` per behaviour and backend.
 ///
@@ -21,14 +30,18 @@ use std::sync::Arc;
 /// `cargo test sem::` or `cargo test close_semantics` picks a slice. A function may ask for
 /// more than `Strategy` (say `RawMutex`): the macro names the types. An attribute written
 /// before a name (`#[cfg_attr(miri, ignore)] big_stress`) goes on all four of its tests.
+#[macro_export]
 macro_rules! per_backend {
     ($group:ident: $($(#[$attr:meta])* $f:ident),+ $(,)?) => {
         mod $group {
-            per_backend!(@one spin, ::locks::SpinYield, "spin"; $($(#[$attr])* $f),+);
-            per_backend!(@one sem, ::locks::SemLock, "sem"; $($(#[$attr])* $f),+);
-            per_backend!(@one adaptive, ::locks::Adaptive, "adaptive"; $($(#[$attr])* $f),+);
-            per_backend!(@one adaptive_futex, ::locks::Adaptive, "adaptive:yield_ns=0";
+            $crate::per_backend!(@one spin, $crate::locks::SpinYield, "spin";
                 $($(#[$attr])* $f),+);
+            $crate::per_backend!(@one sem, $crate::locks::SemLock, "sem";
+                $($(#[$attr])* $f),+);
+            $crate::per_backend!(@one adaptive, $crate::locks::Adaptive, "adaptive";
+                $($(#[$attr])* $f),+);
+            $crate::per_backend!(@one adaptive_futex, $crate::locks::Adaptive,
+                "adaptive:yield_ns=0"; $($(#[$attr])* $f),+);
         }
     };
     (@one $backend:ident, $S:ty, $spec:literal; $($(#[$attr:meta])* $f:ident),+) => {
@@ -37,7 +50,7 @@ macro_rules! per_backend {
                 #[test]
                 $(#[$attr])*
                 fn $f() {
-                    super::super::$f::<$S>($crate::common::params::<$S>($spec));
+                    super::super::$f::<$S>($crate::params::<$S>($spec));
                 }
             )+
         }
@@ -45,7 +58,7 @@ macro_rules! per_backend {
 }
 
 /// The parameters of the backend named `spec`, which must name strategy `S`.
-pub(crate) fn params<S: Strategy>(spec: &str) -> S::Params {
+pub fn params<S: Strategy>(spec: &str) -> S::Params {
     struct Get;
     impl Visit for Get {
         type Output = (&'static str, Box<dyn Any>);
@@ -64,9 +77,10 @@ pub(crate) fn params<S: Strategy>(spec: &str) -> S::Params {
     *p.downcast().expect("the strategy's own parameter type")
 }
 
-/// The factor `CHAN_TEST_SCALE` (a positive number, default 1) applies to iteration counts, so
-/// that slow instrumented runs (ThreadSanitizer) can do less of the same work.
-pub(crate) fn scale() -> f64 {
+/// The factor `CHAN_TEST_SCALE` (a positive number, default 1) applies to iteration counts, in
+/// the tests of both crates, so that slow instrumented runs (ThreadSanitizer) can do less of
+/// the same work.
+pub fn scale() -> f64 {
     match std::env::var("CHAN_TEST_SCALE") {
         Ok(s) => match s.trim().parse::<f64>() {
             Ok(f) if f > 0.0 && f.is_finite() => f,
@@ -77,25 +91,27 @@ pub(crate) fn scale() -> f64 {
 }
 
 /// `n` times [`scale`], but at least `min` (which a statistical check may need) and at least 1.
-pub(crate) fn scaled(n: usize, min: usize) -> usize {
+pub fn scaled(n: usize, min: usize) -> usize {
     ((n as f64 * scale()).round() as usize).max(min).max(1)
 }
 
 /// `native` normally, `miri` when interpreted by Miri (where a step costs some thousand times
 /// more), times [`scale`] either way but never below `min`.
-pub(crate) fn count(native: usize, miri: usize, min: usize) -> usize {
+pub fn count(native: usize, miri: usize, min: usize) -> usize {
     scaled(if cfg!(miri) { miri } else { native }, min)
 }
 
 /// A value that counts its drops, to show nothing is leaked or dropped twice.
 #[derive(Debug)]
-pub(crate) struct Tracked {
+pub struct Tracked {
+    /// Which value this is.
     pub id: u64,
     drops: Arc<AtomicUsize>,
 }
 
 impl Tracked {
-    pub(crate) fn new(id: u64, drops: &Arc<AtomicUsize>) -> Self {
+    /// Value `id`, counting its drop in `drops`.
+    pub fn new(id: u64, drops: &Arc<AtomicUsize>) -> Self {
         Tracked {
             id,
             drops: drops.clone(),
@@ -110,13 +126,19 @@ impl Drop for Tracked {
 }
 
 /// Every backend, plus the adaptive one without its yield phase: the four `per_backend!` runs.
-pub(crate) fn backends() -> Vec<Backend> {
+pub fn backends() -> Vec<Backend> {
     let mut v = Backend::ALL.to_vec();
     // The futex path alone (no yielding), where a lost wake-up would hang for good.
     v.push("adaptive:yield_ns=0".parse().unwrap());
     v
 }
 
-pub(crate) fn name<S: Strategy>(params: S::Params) -> String {
+/// The name of the backend these parameters of `S` make, as `Backend` displays it.
+pub fn name<S: Strategy>(params: S::Params) -> String {
     format!("{}{}", S::NAME, params)
+}
+
+/// The backend these parameters of `S` name, for the by-name paths (`Backend::mutex`).
+pub fn backend<S: Strategy>(p: S::Params) -> Backend {
+    name::<S>(p).parse().expect("a strategy's own name parses")
 }
