@@ -36,10 +36,11 @@
 //! executor's code) and replaced, on a poll with a waker that would not wake the stored one,
 //! under the lock of the channel the node is queued on.
 
-use super::{wake, Chan, Locked, Shared, State, CLOSED, LEN, RECEIVERS, SENDERS};
+use super::state::{CLOSED, LEN, RECEIVERS, SENDERS};
+use super::{wake, Chan, Locked, Shared};
 use crate::error::{RecvError, SendError};
 use crate::sync::Ordering::Relaxed;
-use crate::waitq::{Context, Node, Selected, Wake};
+use crate::waitq::{Context, Node, Selected};
 use crate::waitq::{Defer, WakeOnDrop};
 use crate::{Receiver, Sender};
 use locks::{Adaptive, Strategy, Waiter};
@@ -51,35 +52,6 @@ use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::ptr;
 use std::task::{Context as TaskCx, Poll, Waker};
-
-impl<T, W: Waiter> State<T, W> {
-    /// Returns a value that a receive future had been handed but was dropped before it could
-    /// deliver it: to the first waiting receiver, else to the front of the buffer (whatever
-    /// the capacity, so nothing is lost and it is received next). No user code runs.
-    ///
-    /// The value is no longer lent; if it goes to another task, it is lent again. Afterwards,
-    /// if the channel is closed, call `Shared::settle_closed` with no lock held: receivers
-    /// that waited on this value may now have to see the close.
-    pub(crate) fn give_back(&mut self, v: T) -> Option<Wake<W>> {
-        self.lent = self.lent.wrapping_sub(1);
-        self.return_value(v)
-    }
-
-    /// Puts a received value back into the channel, as [`give_back`](Self::give_back) does
-    /// but for a value that was not lent (a receive unwinding from a partner's wake-up).
-    pub(crate) fn return_value(&mut self, v: T) -> Option<Wake<W>> {
-        if let Some((r, w)) = self.recvq.claim(false) {
-            // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
-            unsafe { r.put(v) };
-            self.lend(&w);
-            self.sync_flags();
-            return Some(w);
-        }
-        self.sync_flags();
-        self.buf.push_front(v);
-        None
-    }
-}
 
 /// Where an async operation stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
