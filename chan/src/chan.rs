@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 // The buffer, the queues, the lock and the summary.
 mod state;
 pub(crate) use self::state::{wake, LockRef, Locked, Shared, State};
-use self::state::{CLOSED, LEN, RECEIVERS, SENDERS};
 
 // Async send and receive (`send_async`, `recv_async`, the `stream` feature).
 mod future;
@@ -291,11 +290,8 @@ impl<T, L: Strategy> Chan<T, L> {
     #[inline]
     fn send_impl(&self, v: T, wait: Wait) -> Result<(), Fail<T>> {
         let sh = &*self.shared;
-        if wait == Wait::Never {
-            let s = sh.summary();
-            if s & (CLOSED | RECEIVERS) == 0 && (s & LEN) as usize >= sh.cap {
-                return Err(Fail::Full(v));
-            }
+        if wait == Wait::Never && sh.summary().send_would_wait(sh.cap) {
+            return Err(Fail::Full(v));
         }
         let mut st = sh.lock();
         match st.buffer_plainly(v) {
@@ -340,10 +336,7 @@ impl<T, L: Strategy> Chan<T, L> {
         deadline: Option<Instant>,
     ) -> Result<(), Fail<T>> {
         let sh = &*self.shared;
-        let ctx = Context::new(match st.first_in_line(SENDERS) {
-            true => st.lock.first_waiter(),
-            false => st.lock.waiter(),
-        });
+        let ctx = Context::new(st.sender_waiter());
         let node = Node::new(Some(v));
         node.bind(&ctx, 0);
         // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
@@ -372,11 +365,8 @@ impl<T, L: Strategy> Chan<T, L> {
     #[inline]
     fn recv_impl(&self, wait: Wait) -> Result<T, RecvFail> {
         let sh = &*self.shared;
-        if wait == Wait::Never {
-            let s = sh.summary();
-            if s & (LEN | SENDERS | CLOSED) == 0 {
-                return Err(RecvFail::Empty);
-            }
+        if wait == Wait::Never && sh.summary().recv_would_wait() {
+            return Err(RecvFail::Empty);
         }
         let mut st = sh.lock();
         match st.take_buffered() {
@@ -413,10 +403,7 @@ impl<T, L: Strategy> Chan<T, L> {
         deadline: Option<Instant>,
     ) -> Result<T, RecvFail> {
         let sh = &*self.shared;
-        let ctx = Context::new(match st.first_in_line(RECEIVERS) {
-            true => st.lock.first_waiter(),
-            false => st.lock.waiter(),
-        });
+        let ctx = Context::new(st.receiver_waiter());
         let node = Node::new(None);
         node.bind(&ctx, 0);
         // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
@@ -453,17 +440,17 @@ impl<T, L: Strategy> Chan<T, L> {
     /// `chanclosing`).
     pub fn closing(&self) -> Option<usize> {
         let s = self.shared.summary();
-        (s & CLOSED != 0).then_some((s & LEN) as usize)
+        s.closed().then_some(s.len())
     }
 
     /// Whether [`close`](Self::close) has been called (or every handle of one side dropped).
     pub fn is_closed(&self) -> bool {
-        self.shared.summary() & CLOSED != 0
+        self.shared.summary().closed()
     }
 
     /// How many values are buffered.
     pub fn len(&self) -> usize {
-        (self.shared.summary() & LEN) as usize
+        self.shared.summary().len()
     }
 
     /// Whether nothing is buffered.
@@ -508,7 +495,7 @@ impl<T, L: Strategy> Chan<T, L> {
     /// `Chan<T, DynLock>` they are the [`Backend`](locks::Backend) it was made with, which
     /// [`backend`](Chan::backend) also gives.
     pub fn lock_params(&self) -> L::Params {
-        self.shared.lock.get().params()
+        self.shared.raw_lock().params()
     }
 
     /// Whether two handles refer to the same channel.
@@ -582,7 +569,7 @@ impl<T, L: Strategy> Drop for Chan<T, L> {
 impl<T, L: Strategy> fmt::Debug for Chan<T, L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Chan")
-            .field("lock", &LockName(self.shared.lock.get()))
+            .field("lock", &LockName(self.shared.raw_lock()))
             .field("len", &self.len())
             .field("capacity", &self.capacity())
             .field("closed", &self.is_closed())

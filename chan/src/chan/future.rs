@@ -36,10 +36,8 @@
 //! executor's code) and replaced, on a poll with a waker that would not wake the stored one,
 //! under the lock of the channel the node is queued on.
 
-use super::state::{CLOSED, LEN, RECEIVERS, SENDERS};
 use super::{wake, Chan, Locked, Shared};
 use crate::error::{RecvError, SendError};
-use crate::sync::Ordering::Relaxed;
 use crate::waitq::{Context, Node, Selected};
 use crate::waitq::{Defer, WakeOnDrop};
 use crate::{Receiver, Sender};
@@ -390,8 +388,7 @@ impl<T, W: Waiter> Op<T, W> {
         self.stage.set(Stage::Done);
         // A hint, read without the fence that makes it exact: a send that looks bound to
         // wait gets its waker before locking rather than lock twice.
-        let s = sh.summary.load(Relaxed);
-        if s & (CLOSED | RECEIVERS) == 0 && (s & LEN) as usize >= sh.cap {
+        if sh.summary_hint().send_would_wait(sh.cap) {
             return self.send_slow(sh, None, v, cx);
         }
         let mut st = sh.lock();
@@ -423,7 +420,7 @@ impl<T, W: Waiter> Op<T, W> {
         }
         self.stage.set(Stage::Done);
         // As for a send: a receive that looks bound to wait gets its waker first.
-        if sh.summary.load(Relaxed) & (LEN | SENDERS | CLOSED) == 0 {
+        if sh.summary_hint().recv_would_wait() {
             return self.recv_slow(sh, None, cx);
         }
         let mut st = sh.lock();

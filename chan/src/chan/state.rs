@@ -1,6 +1,6 @@
 //! The channel's state behind its lock: the buffer and the queues of blocked parties
 //! ([`State`]), the lock that guards them ([`Locked`], [`LockRef`]), and what lock-free readers
-//! may know of them (the summary word). [`Chan`](super::Chan) is the handle over it.
+//! may know of them ([`Summary`]). [`Chan`](super::Chan) is the handle over it.
 
 use crate::ring::Ring;
 use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering::*};
@@ -10,23 +10,61 @@ use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-/// What a lock-free reader may know, published at every unlock.
+/// What a lock-free reader may know, published at every unlock: how many values are
+/// buffered, whether senders or receivers are queued, whether the channel is closed.
 ///
 /// Readers (`nbsend`/`nbrecv` failing fast, `len`, `is_closed`, `closing`) issue a SeqCst
-/// fence before loading it. Without the fence a thread's earlier operation on another channel
-/// need not be ordered before the load, and two threads could each miss the other's send
-/// (`a.send(1); b.nbrecv()` against `b.send(1); a.nbrecv()`, both `Empty`: store buffering).
-/// With a fence before every such load, two fences order the two threads, so one of them sees
-/// the other's value (C++20 [atomics.fences]; `tests/miri.rs` checks it natively and under
-/// Miri, `tests/loom.rs` exhaustively). The fence costs the readers; the writers keep a plain
-/// Release store, on a cache line the lock has just written anyway.
+/// fence before loading it ([`Shared::summary`]). Without the fence a thread's earlier
+/// operation on another channel need not be ordered before the load, and two threads could
+/// each miss the other's send (`a.send(1); b.nbrecv()` against `b.send(1); a.nbrecv()`, both
+/// `Empty`: store buffering). With a fence before every such load, two fences order the two
+/// threads, so one of them sees the other's value (C++20 [atomics.fences]; `tests/miri.rs`
+/// checks it natively and under Miri, `tests/loom.rs` exhaustively). The fence costs the
+/// readers; the writers keep a plain Release store, on a cache line the lock has just written
+/// anyway.
 ///
-/// The flags sit in the top bits, so that no backlog an unbounded channel can hold in memory
-/// reaches them: the count needs no clamping on the hot path.
-pub(super) const LEN: u64 = (1 << 61) - 1;
-pub(super) const SENDERS: u64 = 1 << 61;
-pub(super) const RECEIVERS: u64 = 1 << 62;
-pub(super) const CLOSED: u64 = 1 << 63;
+/// The word is `buf.len()` with the flags [`SENDERS`], [`RECEIVERS`] and [`CLOSED`] in the
+/// top bits, so that no backlog an unbounded channel can hold in memory reaches them: the
+/// count needs no clamping on the hot path.
+#[derive(Clone, Copy)]
+pub(crate) struct Summary(u64);
+
+/// The summary's count of buffered values.
+const LEN: u64 = (1 << 61) - 1;
+/// Senders are queued (and so the buffer is full).
+const SENDERS: u64 = 1 << 61;
+/// Receivers are queued (and so the buffer is empty).
+const RECEIVERS: u64 = 1 << 62;
+/// The channel is closed.
+const CLOSED: u64 = 1 << 63;
+
+impl Summary {
+    /// How many values are buffered.
+    #[inline]
+    pub(crate) fn len(self) -> usize {
+        (self.0 & LEN) as usize
+    }
+
+    /// Whether the channel is closed.
+    #[inline]
+    pub(crate) fn closed(self) -> bool {
+        self.0 & CLOSED != 0
+    }
+
+    /// Whether a send on a channel of capacity `cap` would have to wait: open, no receiver
+    /// queued, and the buffer full. `nbsend` then fails at once, without the lock.
+    #[inline]
+    pub(crate) fn send_would_wait(self, cap: usize) -> bool {
+        self.0 & (CLOSED | RECEIVERS) == 0 && (self.0 & LEN) as usize >= cap
+    }
+
+    /// Whether a receive would have to wait: nothing buffered, no sender queued, and open.
+    /// `nbrecv` then fails at once, without the lock.
+    #[inline]
+    pub(crate) fn recv_would_wait(self) -> bool {
+        self.0 & (LEN | SENDERS | CLOSED) == 0
+    }
+}
 
 /// Buffer slots allocated up front (at most): a bounded channel's sends then rarely allocate
 /// under the lock, and an unbounded channel shrinks back to this once drained.
@@ -37,10 +75,10 @@ const RESERVE: usize = 1024;
 // the allocation instead of adding lines that bounce between a sender's and a receiver's CPU.
 #[repr(C)]
 pub(crate) struct Shared<T, L: Strategy> {
-    pub(super) lock: LockRef<L>,
-    /// `buf.len()` plus the `SENDERS`, `RECEIVERS` and `CLOSED` flags, as of the last unlock:
-    /// lets `nbsend`/`nbrecv` fail and `len`/`is_closed` answer without taking the lock.
-    pub(super) summary: AtomicU64,
+    lock: LockRef<L>,
+    /// The [`Summary`] as of the last unlock: lets `nbsend`/`nbrecv` fail and
+    /// `len`/`is_closed` answer without taking the lock.
+    summary: AtomicU64,
     pub(super) cap: usize,
     state: UnsafeCell<State<T, L::Waiter>>,
     /// Live handles that can send (`Chan`s and `Sender`s) and receive (`Chan`s and
@@ -310,7 +348,7 @@ impl<T, W: locks::Waiter> State<T, W> {
     /// 209 ns per message spinning, 97 not).
     ///
     /// [`Strategy::first_waiter`]: locks::Strategy::first_waiter
-    pub(super) fn first_in_line(&self, side: u64) -> bool {
+    fn first_in_line(&self, side: u64) -> bool {
         self.flags & side == 0 && self.cap <= 1
     }
 
@@ -450,7 +488,7 @@ fn drop_each<T>(mut buf: Ring<T>) {
 pub(crate) struct Locked<'a, T, L: Strategy> {
     shared: &'a Shared<T, L>,
     /// `shared.lock` resolved once (it may be the global lock).
-    pub(super) lock: &'a L,
+    lock: &'a L,
 }
 
 impl<T, L: Strategy> Shared<T, L> {
@@ -494,11 +532,19 @@ impl<T, L: Strategy> Shared<T, L> {
     }
 
     /// The summary as of the last unlock, ordered after everything this thread did before
-    /// (see [`LEN`] for why the fence).
+    /// (see [`Summary`] for why the fence).
     #[inline]
-    pub(crate) fn summary(&self) -> u64 {
+    pub(crate) fn summary(&self) -> Summary {
         fence(SeqCst);
-        self.summary.load(Acquire)
+        Summary(self.summary.load(Acquire))
+    }
+
+    /// The summary as a hint: loaded without the fence that makes it exact, for an operation
+    /// that only chooses how to start with it (an async one that looks bound to wait gets its
+    /// waker before locking).
+    #[inline]
+    pub(crate) fn summary_hint(&self) -> Summary {
+        Summary(self.summary.load(Relaxed))
     }
 
     /// Hands a received value `v` to its receiver after waking `w`, the sender the receive
@@ -587,7 +633,7 @@ impl<T, L: Strategy> Shared<T, L> {
     /// lock; a close after it sees the lent count itself).
     #[inline]
     pub(crate) fn settle_if_closed(&self) {
-        if self.summary() & CLOSED != 0 {
+        if self.summary().closed() {
             self.settle_closed();
         }
     }
@@ -605,6 +651,28 @@ impl<T, L: Strategy> Shared<T, L> {
 }
 
 impl<T, L: Strategy> Locked<'_, T, L> {
+    /// The waiter a sender about to queue blocks with: the strategy's
+    /// [`first_waiter`](Strategy::first_waiter) if it is first in line (see
+    /// [`State::first_in_line`]), else a plain one.
+    #[inline]
+    pub(super) fn sender_waiter(&self) -> L::Waiter {
+        self.waiter_for(SENDERS)
+    }
+
+    /// [`sender_waiter`](Self::sender_waiter) for a receiver about to queue.
+    #[inline]
+    pub(super) fn receiver_waiter(&self) -> L::Waiter {
+        self.waiter_for(RECEIVERS)
+    }
+
+    #[inline]
+    fn waiter_for(&self, side: u64) -> L::Waiter {
+        match self.first_in_line(side) {
+            true => self.lock.first_waiter(),
+            false => self.lock.waiter(),
+        }
+    }
+
     /// Whether a value handed to a receive future may still come back (see `State::lent`).
     #[inline]
     pub(crate) fn lent_out(&self) -> bool {
