@@ -14,13 +14,19 @@ use std::time::{Duration, Instant};
 mod state;
 pub(crate) use self::state::{wake, LockRef, Locked, Shared, State};
 
-// Async send and receive (`send_async`, `recv_async`, the `stream` feature).
+// Async send and receive (`send_async`, `recv_async`).
 mod future;
-#[cfg(feature = "stream")]
-pub use self::future::RecvStream;
-#[cfg(feature = "sink")]
-pub use self::future::SendSink;
 pub use self::future::{OwnedRecvFuture, OwnedSendFuture, RecvFuture, SendFuture};
+// A receiver as a `Stream` (the `stream` feature).
+#[cfg(feature = "stream")]
+mod stream;
+#[cfg(feature = "stream")]
+pub use self::stream::RecvStream;
+// A sender as a `Sink` (the `sink` feature).
+#[cfg(feature = "sink")]
+mod sink;
+#[cfg(feature = "sink")]
+pub use self::sink::SendSink;
 
 /// A Plan 9 channel: a cloneable handle through which any thread may send and receive.
 ///
