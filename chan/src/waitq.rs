@@ -266,6 +266,20 @@ impl<W: locks::Waiter> Context<W> {
     }
 }
 
+/// Where an async operation stands: a channel's send or receive future (`chan/future.rs`,
+/// and the streams and sinks that reuse one), or an alt's (`alt/future.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// Not queued: the next poll tries the operation (a send future's value is in its
+    /// `value`).
+    Idle,
+    /// The wait is set up and its nodes queued: a future's one node on its channel, an alt's
+    /// one per arm.
+    Queued,
+    /// Finished; polling again panics (a stream or sink goes back to `Idle` instead).
+    Done,
+}
+
 /// Unwinding protection for a blocked owner: while armed, dropping it (because the waiter
 /// panicked) withdraws the wait with [`Context::abandon`] and then runs `unlink`, which takes
 /// the channel locks and removes the owner's nodes. Disarmed on every normal return.

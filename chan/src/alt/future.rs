@@ -13,7 +13,7 @@
 //! drop it. Unsent values go back to their send arms' `Option`s, as after a timed-out wait.
 
 use super::{Alt, Fired, Held};
-use crate::waitq::{Context, Selected};
+use crate::waitq::{Context, Selected, Stage};
 use locks::{Adaptive, Strategy};
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -21,13 +21,6 @@ use std::future::Future;
 use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::task::{Context as TaskCx, Poll};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
-    Idle,
-    Queued,
-    Done,
-}
 
 /// The future of [`Alt::wait_async`]: the index of the arm that fired, as [`Alt::wait`]
 /// gives it.

@@ -38,7 +38,7 @@
 
 use super::{wake, Chan, Locked, Shared};
 use crate::error::{RecvError, SendError};
-use crate::waitq::{Context, Node, Selected};
+use crate::waitq::{Context, Node, Selected, Stage};
 use crate::waitq::{Defer, WakeOnDrop};
 use crate::{Receiver, Sender};
 use locks::{Adaptive, Strategy, Waiter};
@@ -50,18 +50,6 @@ use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::ptr;
 use std::task::{Context as TaskCx, Poll, Waker};
-
-/// Where an async operation stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Stage {
-    /// Not queued: the next poll tries the operation (a send future's value is in its
-    /// `value`).
-    Idle,
-    /// The wait is set up and its node queued on the channel.
-    Queued,
-    /// Finished; polling again panics (a stream goes back to `Idle` instead).
-    Done,
-}
 
 /// Which queue an operation's node goes on.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,10 @@
 //! `SendSink` (feature `sink`): a sender as a [`futures_sink::Sink`], each item a send
 //! future's operation (`Op`) run again in one heap allocation.
 
-use super::future::{Dir, Handle, HeapOp, Stage};
+use super::future::{Dir, Handle, HeapOp};
 use super::Chan;
 use crate::error::SendError;
+use crate::waitq::Stage;
 use crate::Sender;
 use locks::{Adaptive, Strategy};
 use std::cell::{Cell, UnsafeCell};

@@ -1,8 +1,9 @@
 //! `RecvStream` (feature `stream`): a receiver as a [`futures_core::Stream`], each item a
 //! receive future's operation (`Op`) run again in one heap allocation.
 
-use super::future::{Dir, Handle, HeapOp, Stage};
+use super::future::{Dir, Handle, HeapOp};
 use super::Chan;
+use crate::waitq::Stage;
 use crate::Receiver;
 use locks::{Adaptive, Strategy};
 use std::fmt;
