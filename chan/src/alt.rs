@@ -32,6 +32,9 @@ pub use self::future::AltFuture;
 // `SendAlt`: an alt of `Send` arms, and its `Send` future.
 mod send;
 pub use self::send::{SendAlt, SendAltFuture};
+// The locks an alt takes, and the proof that they are held.
+mod held;
+use self::held::{Held, Locks};
 
 /// Which arm of an [`Alt`] fired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +45,24 @@ pub struct Fired {
     /// arm's value is still in its place. 9front reports a closed arm only when no other arm
     /// can proceed, and so do we.
     pub closed: bool,
+}
+
+impl Fired {
+    /// The arm a claimer ended a wait with; `None` if none did (the wait is still on, or
+    /// was aborted).
+    fn from_selected(selected: Selected) -> Option<Fired> {
+        match selected {
+            Selected::Operation(index) => Some(Fired {
+                index,
+                closed: false,
+            }),
+            Selected::Closed(index) => Some(Fired {
+                index,
+                closed: true,
+            }),
+            Selected::Waiting | Selected::Aborted => None,
+        }
+    }
 }
 
 /// A set of send and receive operations to wait on together.
@@ -85,8 +106,8 @@ enum Poll {
 
 /// One operation, type-erased so that arms over different element types share a list.
 ///
-/// The `unsafe` methods require the caller to hold the arm's channel lock; `finish` and
-/// `release` run with no lock held.
+/// The methods that take a [`Held`] need the arm's channel lock, which the proof says is held
+/// (by the [`Locks`] that lent it); `finish` and `release` run with no lock held.
 trait Arm<L: Strategy> {
     fn lock(&self) -> &L;
     /// Where this arm's lock comes in the order every alt takes locks in: the lock's
@@ -94,12 +115,17 @@ trait Arm<L: Strategy> {
     /// creation number (addresses change from one modelled execution to the next, and a
     /// model must make the same choices every time).
     fn lock_key(&self) -> usize;
-    unsafe fn poll(&mut self) -> Poll;
+    fn poll(&mut self, held: &mut Held) -> Poll;
     /// Completes the operation now; `None` if it turned out not to be ready after all.
-    unsafe fn fire(&mut self) -> Option<Option<Wake<L::Waiter>>>;
-    unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize);
-    unsafe fn dequeue(&mut self);
-    unsafe fn publish(&self);
+    fn fire(&mut self, held: &mut Held) -> Option<Option<Wake<L::Waiter>>>;
+    /// Queues the arm's node on its channel, bound to `ctx` with `token`.
+    ///
+    /// # Safety
+    /// The arm (and so its node) must stay in place, and `ctx` alive, until the node is
+    /// unlinked: by [`dequeue`](Self::dequeue), or by a claimer.
+    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Context<L::Waiter>, token: usize);
+    fn dequeue(&mut self, held: &mut Held);
+    fn publish(&self, held: &mut Held);
     /// With the node unlinked and no lock held: move the node's value to the caller's place.
     fn finish(&mut self);
     /// Drops what `finish` displaced from the caller's place (user code: may panic).
@@ -111,8 +137,8 @@ trait Arm<L: Strategy> {
     /// if that was its last lent value.
     fn settle(&self) {}
     /// An async alt dropped after this arm fired (`future.rs`): a received value in the
-    /// node goes back to the channel, as for a dropped `RecvFuture`. Lock held.
-    unsafe fn give_back(&mut self) -> Option<Wake<L::Waiter>> {
+    /// node goes back to the channel, as for a dropped `RecvFuture`.
+    fn give_back(&mut self, _held: &mut Held) -> Option<Wake<L::Waiter>> {
         None
     }
 }
@@ -136,24 +162,23 @@ impl<'a, T, L: Strategy> Port<'a, T, L> {
         self.chan.shared.raw_lock()
     }
 
-    /// # Safety
-    /// The caller must hold the channel's lock.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn state(&self) -> &mut State<T, L::Waiter> {
-        // SAFETY: forwarded.
+    /// The channel's state, its lock held: for as long as the proof is borrowed, so that no
+    /// two states are borrowed through it at once (two arms may share a channel).
+    fn state<'s>(&'s self, _held: &'s mut Held) -> &'s mut State<T, L::Waiter> {
+        // SAFETY: a `Held` exists only while every lock of the alt's channels is held, this
+        // one's among them, and borrowing it mutably for as long as the state makes this the
+        // only reference to a locked state meanwhile.
         unsafe { self.chan.shared.state_locked() }
     }
 
-    /// # Safety
-    /// The caller must hold the channel's lock.
-    unsafe fn publish(&self) {
-        // SAFETY: forwarded.
-        self.chan.shared.publish(unsafe { self.state() });
+    fn publish(&self, held: &mut Held) {
+        self.chan.shared.publish(self.state(held));
     }
 
     /// What the node's slot holds.
     fn take(&self) -> Option<T> {
-        // SAFETY: the caller (`finish`) runs with the node unlinked, so the slot is ours.
+        // SAFETY: the caller runs with the node unlinked (`finish`), or holds the channel's
+        // lock (`give_back`), under which alone a claimer touches the slot: the slot is ours.
         unsafe { self.node.take() }
     }
 }
@@ -179,9 +204,8 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         self.port.chan.shared.lock_key()
     }
 
-    unsafe fn poll(&mut self) -> Poll {
-        // SAFETY: the caller holds the lock.
-        let st = unsafe { self.port.state() };
+    fn poll(&mut self, held: &mut Held) -> Poll {
+        let st = self.port.state(held);
         match () {
             _ if self.src.is_none() => Poll::Pending,
             _ if st.is_closed() => Poll::Closed,
@@ -190,10 +214,9 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         }
     }
 
-    unsafe fn fire(&mut self) -> Option<Option<Wake<L::Waiter>>> {
+    fn fire(&mut self, held: &mut Held) -> Option<Option<Wake<L::Waiter>>> {
         let v = self.src.take()?;
-        // SAFETY: the caller holds the lock.
-        match unsafe { self.port.state() }.try_send(v) {
+        match self.port.state(held).try_send(v) {
             Ok(w) => Some(w),
             Err(v) => {
                 // `src` is `None` now, so nothing is dropped here.
@@ -203,25 +226,24 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         }
     }
 
-    unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize) {
+    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Context<L::Waiter>, token: usize) {
         let Some(v) = self.src.take() else { return };
-        // SAFETY: the caller holds the lock; the node is not linked, so its slot is ours, and
-        // it lives in this boxed arm, which stays put until `dequeue`.
+        let st = self.port.state(held);
+        // SAFETY: the node is not linked, so its slot is ours; it lives in this arm, which the
+        // caller keeps in place until the node is unlinked.
         unsafe {
             self.port.node.put(v);
             self.port.node.bind(ctx, token);
-            self.port.state().queue_sender(&self.port.node);
+            st.queue_sender(&self.port.node);
         }
     }
 
-    unsafe fn dequeue(&mut self) {
-        // SAFETY: the caller holds the lock.
-        unsafe { self.port.state() }.unqueue_sender(&self.port.node);
+    fn dequeue(&mut self, held: &mut Held) {
+        self.port.state(held).unqueue_sender(&self.port.node);
     }
 
-    unsafe fn publish(&self) {
-        // SAFETY: the caller holds the lock.
-        unsafe { self.port.publish() }
+    fn publish(&self, held: &mut Held) {
+        self.port.publish(held)
     }
 
     fn finish(&mut self) {
@@ -243,9 +265,8 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         self.port.chan.shared.lock_key()
     }
 
-    unsafe fn poll(&mut self) -> Poll {
-        // SAFETY: the caller holds the lock.
-        let st = unsafe { self.port.state() };
+    fn poll(&mut self, held: &mut Held) -> Poll {
+        let st = self.port.state(held);
         match () {
             _ if st.can_recv() => Poll::Ready,
             // Not while a value lent to a task may come back.
@@ -254,29 +275,27 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         }
     }
 
-    unsafe fn fire(&mut self) -> Option<Option<Wake<L::Waiter>>> {
-        // SAFETY: the caller holds the lock.
-        let (v, w) = unsafe { self.port.state() }.try_recv()?;
+    fn fire(&mut self, held: &mut Held) -> Option<Option<Wake<L::Waiter>>> {
+        let (v, w) = self.port.state(held).try_recv()?;
         // Into our own node, not `dst`: assigning to `dst` would drop its old value, which is
         // user code, under the lock. SAFETY: the node is not linked, so its slot is ours.
         unsafe { self.port.node.put(v) };
         Some(w)
     }
 
-    unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize) {
+    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Context<L::Waiter>, token: usize) {
         self.port.node.bind(ctx, token);
-        // SAFETY: as for `SendArm::enqueue`.
-        unsafe { self.port.state().queue_receiver(&self.port.node) };
+        // SAFETY: the node lives in this arm, which the caller keeps in place until the node
+        // is unlinked.
+        unsafe { self.port.state(held).queue_receiver(&self.port.node) };
     }
 
-    unsafe fn dequeue(&mut self) {
-        // SAFETY: the caller holds the lock.
-        unsafe { self.port.state() }.unqueue_receiver(&self.port.node);
+    fn dequeue(&mut self, held: &mut Held) {
+        self.port.state(held).unqueue_receiver(&self.port.node);
     }
 
-    unsafe fn publish(&self) {
-        // SAFETY: the caller holds the lock.
-        unsafe { self.port.publish() }
+    fn publish(&self, held: &mut Held) {
+        self.port.publish(held)
     }
 
     fn finish(&mut self) {
@@ -289,10 +308,9 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         self.displaced = None;
     }
 
-    unsafe fn give_back(&mut self) -> Option<Wake<L::Waiter>> {
+    fn give_back(&mut self, held: &mut Held) -> Option<Wake<L::Waiter>> {
         let v = self.port.take()?;
-        // SAFETY: the caller holds the lock.
-        unsafe { self.port.state() }.give_back(v)
+        self.port.state(held).give_back(v)
     }
 
     fn lent_received(&self) {
@@ -304,37 +322,15 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
     }
 }
 
-/// The locks of an alt's channels, taken in address order; releasing them (publishing each
-/// channel's summary first) happens on drop, so a panic cannot leave one held.
-struct Held<'g, 'a, L: Strategy> {
-    arms: &'g mut [Box<dyn Arm<L> + 'a>],
-    lock_order: &'g [usize],
-    /// How many of `lock_order` are held (all of them, unless a lock unwound midway).
-    taken: usize,
-}
-
-impl<'g, 'a, L: Strategy> Held<'g, 'a, L> {
-    fn lock(arms: &'g mut [Box<dyn Arm<L> + 'a>], lock_order: &'g [usize]) -> Self {
-        let mut held = Held {
-            arms,
-            lock_order,
-            taken: 0,
-        };
-        for &i in lock_order {
-            held.arms[i].lock().lock();
-            held.taken += 1;
-        }
-        held
-    }
-
+impl<L: Strategy> Locks<'_, '_, L> {
     /// Completes the first ready arm in `poll_order`, or reports the first closed one when
     /// no arm can proceed.
     fn poll(&mut self, poll_order: &[usize]) -> Option<(Fired, Option<Wake<L::Waiter>>)> {
+        let (arms, held) = self.arms();
         loop {
             let (mut ready, mut closed) = (None, None);
             for &i in poll_order {
-                // SAFETY: every lock is held.
-                match unsafe { self.arms[i].poll() } {
+                match arms[i].poll(held) {
                     Poll::Ready => {
                         ready = Some(i);
                         break;
@@ -350,8 +346,7 @@ impl<'g, 'a, L: Strategy> Held<'g, 'a, L> {
                 };
                 return closed.map(|i| (fired(i), None));
             };
-            // SAFETY: every lock is held.
-            if let Some(w) = unsafe { self.arms[index].fire() } {
+            if let Some(w) = arms[index].fire(held) {
                 let closed = false;
                 return Some((Fired { index, closed }, w));
             }
@@ -359,19 +354,12 @@ impl<'g, 'a, L: Strategy> Held<'g, 'a, L> {
             // the queue, so this cannot repeat for ever): look again.
         }
     }
-}
 
-impl<L: Strategy> Drop for Held<'_, '_, L> {
-    fn drop(&mut self) {
-        if self.taken == self.lock_order.len() {
-            for arm in self.arms.iter() {
-                // SAFETY: every arm's lock is held.
-                unsafe { arm.publish() };
-            }
-        }
-        for &i in self.lock_order[..self.taken].iter().rev() {
-            // SAFETY: taken by `lock`.
-            unsafe { self.arms[i].lock().unlock() };
+    /// Unlinks every arm's node that is still queued.
+    fn dequeue_all(&mut self) {
+        let (arms, held) = self.arms();
+        for arm in arms.iter_mut() {
+            arm.dequeue(held);
         }
     }
 }
@@ -511,9 +499,9 @@ impl<'a, L: Strategy> Alt<'a, L> {
             lock_order,
             ..
         } = self;
-        let mut held = Held::lock(arms, lock_order);
-        if let Some((fired, w)) = held.poll(poll_order) {
-            drop(held);
+        let mut locks = Locks::lock(arms, lock_order);
+        if let Some((fired, w)) = locks.poll(poll_order) {
+            drop(locks);
             Self::complete_ready(&mut *arms[fired.index], w);
             return Some(fired);
         }
@@ -521,13 +509,14 @@ impl<'a, L: Strategy> Alt<'a, L> {
             return None;
         };
 
-        let ctx = Context::new(held.arms[0].lock().waiter());
+        let (held_arms, held) = locks.arms();
+        let ctx = Context::new(held_arms[0].lock().waiter());
         for &i in poll_order.iter() {
-            // SAFETY: every lock is held; the arms stay boxed in place until dequeued below
-            // (or by the guard), and `ctx` outlives that too.
-            unsafe { held.arms[i].enqueue(&ctx, i) };
+            // SAFETY: the arms stay boxed in place until dequeued below (or by the guard),
+            // and `ctx` outlives that too.
+            unsafe { held_arms[i].enqueue(held, &ctx, i) };
         }
-        drop(held);
+        drop(locks);
         let guard = Abandon::arm(&ctx, || Self::dequeue_all(arms, lock_order));
         let signalled = ctx.block(deadline);
         guard.disarm();
@@ -536,15 +525,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
         Self::release_arms(arms);
         match ctx.selected() {
             _ if !signalled => None,
-            Selected::Operation(index) => Some(Fired {
-                index,
-                closed: false,
-            }),
-            Selected::Closed(index) => Some(Fired {
-                index,
-                closed: true,
-            }),
-            Selected::Waiting | Selected::Aborted => None,
+            selected => Fired::from_selected(selected),
         }
     }
 
@@ -569,19 +550,18 @@ impl<'a, L: Strategy> Alt<'a, L> {
         let Alt {
             arms, lock_order, ..
         } = self;
-        let held = Held::lock(arms, lock_order);
+        let mut locks = Locks::lock(arms, lock_order);
         let aborted = ctx.abort();
         let (w, fired) = match ctx.selected() {
-            // SAFETY: every lock is held; the fired arm's node is unlinked and was written
-            // under its channel's lock.
-            Selected::Operation(i) if !aborted => (unsafe { held.arms[i].give_back() }, Some(i)),
+            Selected::Operation(i) if !aborted => {
+                // The fired arm's node is unlinked and was written under its channel's lock.
+                let (arms, held) = locks.arms();
+                (arms[i].give_back(held), Some(i))
+            }
             _ => (None, None),
         };
-        for arm in held.arms.iter_mut() {
-            // SAFETY: every lock is held.
-            unsafe { arm.dequeue() };
-        }
-        drop(held);
+        locks.dequeue_all();
+        drop(locks);
         if !aborted {
             // The claimer may still be about to signal: it must be done with us first.
             while !ctx.task_signalled() {
@@ -620,12 +600,9 @@ impl<'a, L: Strategy> Alt<'a, L> {
         }
     }
 
+    /// Takes every lock and unlinks every arm's node that is still queued.
     fn dequeue_all(arms: &mut [Box<dyn Arm<L> + 'a>], lock_order: &[usize]) {
-        let held = Held::lock(arms, lock_order);
-        for arm in held.arms.iter_mut() {
-            // SAFETY: every lock is held.
-            unsafe { arm.dequeue() };
-        }
+        Locks::lock(arms, lock_order).dequeue_all();
     }
 }
 

@@ -12,7 +12,7 @@
 //! to the front of the buffer), never into the arm's `Option`, where a later wait would
 //! drop it. Unsent values go back to their send arms' `Option`s, as after a timed-out wait.
 
-use super::{Alt, Fired, Held};
+use super::{Alt, Fired, Locks};
 use crate::waitq::{Context, Selected, Stage};
 use locks::{Adaptive, Strategy};
 use std::cell::UnsafeCell;
@@ -107,16 +107,16 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 lock_order,
                 ..
             } = &mut *self.alt;
-            let mut held = Held::lock(arms, lock_order);
-            if let Some((fired, w)) = held.poll(poll_order) {
-                drop(held);
+            let mut locks = Locks::lock(arms, lock_order);
+            if let Some((fired, w)) = locks.poll(poll_order) {
+                drop(locks);
                 self.stage = Stage::Done;
                 Alt::complete_ready(&mut *arms[fired.index], w);
                 return Poll::Ready(fired);
             }
             // SAFETY: no node of ours is queued: the waker slot is ours.
             if !installed && !unsafe { ctx.waker_will_wake(cx.waker()) } {
-                drop(held);
+                drop(locks);
                 let new = cx.waker().clone();
                 // SAFETY: as above.
                 drop(unsafe { ctx.swap_waker(Some(new)) });
@@ -124,13 +124,13 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 continue;
             }
             ctx.reset_task();
+            let (held_arms, held) = locks.arms();
             for &i in poll_order.iter() {
-                // SAFETY: every lock is held; the arms stay boxed in place, and the context
-                // pinned in this future, until the nodes are dequeued (on completion, or by
-                // the drop).
-                unsafe { held.arms[i].enqueue(ctx, i) };
+                // SAFETY: the arms stay boxed in place, and the context pinned in this
+                // future, until the nodes are dequeued (on completion, or by the drop).
+                unsafe { held_arms[i].enqueue(held, ctx, i) };
             }
-            drop(held);
+            drop(locks);
             self.stage = Stage::Queued;
             // Should this future be leaked, the alt withdraws the wait (`cancel_leaked`).
             self.alt.pending = self.at;
@@ -163,43 +163,34 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                     self.alt.arms[index].lent_received();
                 }
                 Alt::release_arms(&mut self.alt.arms);
-                return Poll::Ready(match selected {
-                    Selected::Operation(index) => Fired {
-                        index,
-                        closed: false,
-                    },
-                    Selected::Closed(index) => Fired {
-                        index,
-                        closed: true,
-                    },
-                    Selected::Waiting | Selected::Aborted => {
-                        unreachable!("only the drop aborts an async alt")
-                    }
-                });
+                let fired = Fired::from_selected(selected);
+                return Poll::Ready(
+                    fired.unwrap_or_else(|| unreachable!("only the drop aborts an async alt")),
+                );
             }
             let Alt {
                 arms, lock_order, ..
             } = &mut *self.alt;
-            let held = Held::lock(arms, lock_order);
+            let locks = Locks::lock(arms, lock_order);
             if ctx.selected() != Selected::Waiting {
-                drop(held);
+                drop(locks);
                 continue;
             }
             // SAFETY: every lock of the alt is held.
             if unsafe { ctx.waker_will_wake(cx.waker()) } {
                 return Poll::Pending;
             }
-            drop(held);
+            drop(locks);
             let new = cx.waker().clone();
-            let held = Held::lock(arms, lock_order);
+            let locks = Locks::lock(arms, lock_order);
             if ctx.selected() != Selected::Waiting {
-                drop(held);
+                drop(locks);
                 drop(new);
                 continue;
             }
             // SAFETY: still waiting, with every lock held.
             let old = unsafe { ctx.swap_waker(Some(new)) };
-            drop(held);
+            drop(locks);
             drop(old);
             return Poll::Pending;
         }
