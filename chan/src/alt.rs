@@ -24,6 +24,7 @@ use crate::chan::{deadline_after, wake, State};
 use crate::waitq::{Abandon, Context, Node, Selected, Wake, WakeOnDrop};
 use crate::{Chan, RecvEnd, SendEnd};
 use locks::{Adaptive, Strategy};
+use std::ops::DerefMut;
 use std::time::{Duration, Instant};
 
 // `Alt::wait_async`.
@@ -142,6 +143,13 @@ trait Arm<L: Strategy> {
         None
     }
 }
+
+/// How an alt holds its arms: boxed, in an [`Alt`] (whose arms may outlive a wait: a leaked
+/// [`AltFuture`] leaves its nodes queued in them), or borrowed, by the caller's stack
+/// (`alt!`'s blocking forms). The waits are written once, over either.
+trait ArmPtr<'a, L: Strategy>: DerefMut<Target = dyn Arm<L> + 'a> {}
+
+impl<'a, L: Strategy, P: DerefMut<Target = dyn Arm<L> + 'a>> ArmPtr<'a, L> for P {}
 
 /// The part of an arm that does not depend on its direction: the channel, and the node that
 /// queues the arm on it while the alt sleeps (and holds a received value until `finish`).
@@ -322,7 +330,7 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
     }
 }
 
-impl<L: Strategy> Locks<'_, '_, L> {
+impl<'a, L: Strategy, A: ArmPtr<'a, L>> Locks<'_, 'a, L, A> {
     /// Completes the first ready arm in `poll_order`, or reports the first closed one when
     /// no arm can proceed.
     fn poll(&mut self, poll_order: &[usize]) -> Option<(Fired, Option<Wake<L::Waiter>>)> {
@@ -369,6 +377,44 @@ impl<L: Strategy> Locks<'_, '_, L> {
 enum Mode {
     NonBlocking,
     Until(Option<Instant>),
+}
+
+/// The ways an alt can wait, written once for every way of holding its arms ([`Alt`]'s, and
+/// `alt!`'s on the stack): they differ only in where the arms and the scratch orders live.
+trait Waits {
+    /// How many arms there are.
+    fn arm_count(&self) -> usize;
+
+    /// Plans and runs one wait.
+    fn run(&mut self, mode: Mode) -> Option<Fired>;
+
+    /// [`Alt::wait`].
+    fn wait(&mut self) -> Fired {
+        assert!(self.arm_count() != 0, "alt with no arms would wait forever");
+        self.run(Mode::Until(None)).expect("an untimed alt fires")
+    }
+
+    /// [`Alt::try_wait`].
+    fn try_wait(&mut self) -> Option<Fired> {
+        self.run(Mode::NonBlocking)
+    }
+
+    /// [`Alt::wait_timeout`].
+    fn wait_timeout(&mut self, timeout: Duration) -> Option<Fired> {
+        match deadline_after(timeout) {
+            Some(deadline) => self.wait_deadline(deadline),
+            None => Some(self.wait()),
+        }
+    }
+
+    /// [`Alt::wait_deadline`].
+    fn wait_deadline(&mut self, deadline: Instant) -> Option<Fired> {
+        if self.arm_count() == 0 {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+            return None;
+        }
+        self.run(Mode::Until(Some(deadline)))
+    }
 }
 
 impl<'a, L: Strategy> Default for Alt<'a, L> {
@@ -443,13 +489,12 @@ impl<'a, L: Strategy> Alt<'a, L> {
     /// # Panics
     /// If there are no arms: that wait could never end.
     pub fn wait(&mut self) -> Fired {
-        assert!(!self.arms.is_empty(), "alt with no arms would wait forever");
-        self.run(Mode::Until(None)).expect("an untimed alt fires")
+        Waits::wait(self)
     }
 
     /// Fires an arm that is ready now, or returns `None` at once (Plan 9's `CHANNOBLK`).
     pub fn try_wait(&mut self) -> Option<Fired> {
-        self.run(Mode::NonBlocking)
+        Waits::try_wait(self)
     }
 
     /// [`wait`](Self::wait), giving up (`None`) after `timeout`. A timeout too large for an
@@ -458,75 +503,27 @@ impl<'a, L: Strategy> Alt<'a, L> {
     /// # Panics
     /// If there are no arms and the timeout is for ever.
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Fired> {
-        match deadline_after(timeout) {
-            Some(deadline) => self.wait_deadline(deadline),
-            None => Some(self.wait()),
-        }
+        Waits::wait_timeout(self, timeout)
     }
 
     /// [`wait`](Self::wait), giving up (`None`) at `deadline`.
     pub fn wait_deadline(&mut self, deadline: Instant) -> Option<Fired> {
-        if self.arms.is_empty() {
-            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-            return None;
-        }
-        self.run(Mode::Until(Some(deadline)))
+        Waits::wait_deadline(self, deadline)
     }
 
-    /// Fills the scratch orders. Everything that allocates or draws random numbers happens
-    /// here, before any lock is taken.
+    /// Fills the scratch orders (see [`plan`]); everything that allocates happens here too,
+    /// before any lock is taken.
     fn plan(&mut self) {
         let n = self.arms.len();
-        self.poll_order.clear();
-        self.poll_order.extend(0..n);
-        if !self.biased {
-            crate::rng::shuffle(&mut self.poll_order);
-        }
-        let arms = &self.arms;
-        let addr = |i: &usize| arms[*i].lock_key();
-        self.lock_order.clear();
-        self.lock_order.extend(0..n);
-        self.lock_order.sort_by_key(addr);
-        self.lock_order.dedup_by_key(|i| addr(i));
-    }
-
-    fn run(&mut self, mode: Mode) -> Option<Fired> {
-        self.cancel_leaked();
-        self.plan();
-        let Alt {
-            arms,
-            poll_order,
-            lock_order,
-            ..
-        } = self;
-        let mut locks = Locks::lock(arms, lock_order);
-        if let Some((fired, w)) = locks.poll(poll_order) {
-            drop(locks);
-            Self::complete_ready(&mut *arms[fired.index], w);
-            return Some(fired);
-        }
-        let Mode::Until(deadline) = mode else {
-            return None;
-        };
-
-        let (held_arms, held) = locks.arms();
-        let ctx = Context::new(held_arms[0].lock().waiter());
-        for &i in poll_order.iter() {
-            // SAFETY: the arms stay boxed in place until dequeued below (or by the guard),
-            // and `ctx` outlives that too.
-            unsafe { held_arms[i].enqueue(held, &ctx, i) };
-        }
-        drop(locks);
-        let guard = Abandon::arm(&ctx, || Self::dequeue_all(arms, lock_order));
-        let signalled = ctx.block(deadline);
-        guard.disarm();
-        Self::dequeue_all(arms, lock_order);
-        Self::finish_arms(arms);
-        Self::release_arms(arms);
-        match ctx.selected() {
-            _ if !signalled => None,
-            selected => Fired::from_selected(selected),
-        }
+        self.poll_order.resize(n, 0);
+        self.lock_order.resize(n, 0);
+        let locks = plan(
+            &self.arms,
+            self.biased,
+            &mut self.poll_order,
+            &mut self.lock_order,
+        );
+        self.lock_order.truncate(locks);
     }
 
     /// Withdraws the async wait of a leaked [`AltFuture`], if any: its nodes are in our arms.
@@ -572,38 +569,123 @@ impl<'a, L: Strategy> Alt<'a, L> {
         if let Some(i) = fired {
             arms[i].settle();
         }
-        Self::finish_arms(arms);
-        Self::release_arms(arms);
+        finish_arms(arms);
+        release_arms(arms);
+    }
+}
+
+impl<L: Strategy> Waits for Alt<'_, L> {
+    fn arm_count(&self) -> usize {
+        self.arms.len()
     }
 
-    /// An arm that fired at once, its locks released: the value to the caller's place first,
-    /// then the partner's wake-up, then the drop of what the place held. The last two are
-    /// user code; in this order a panic in either leaves a received value delivered.
-    fn complete_ready(arm: &mut (dyn Arm<L> + 'a), w: Option<Wake<L::Waiter>>) {
+    fn run(&mut self, mode: Mode) -> Option<Fired> {
+        self.cancel_leaked();
+        self.plan();
+        run(&mut self.arms, &self.poll_order, &self.lock_order, mode)
+    }
+}
+
+/// Fills the scratch orders for `arms` (each as long as `arms`): `poll_order` with the arms in
+/// the order to poll them, shuffled unless `biased`, and the front of `lock_order` with one arm
+/// per distinct lock, in lock order (see [`Arm::lock_key`]); returns how many that is.
+/// Everything that draws random numbers happens here, before any lock is taken.
+fn plan<'a, L: Strategy, A: ArmPtr<'a, L>>(
+    arms: &[A],
+    biased: bool,
+    poll_order: &mut [usize],
+    lock_order: &mut [usize],
+) -> usize {
+    for (i, slot) in poll_order.iter_mut().enumerate() {
+        *slot = i;
+    }
+    if !biased {
+        crate::rng::shuffle(poll_order);
+    }
+    let key = |i: &usize| arms[*i].lock_key();
+    for (i, slot) in lock_order.iter_mut().enumerate() {
+        *slot = i;
+    }
+    lock_order.sort_by_key(key);
+    // Keeps the first arm of every run with one key (as `Vec::dedup_by_key`).
+    let mut locks = 0;
+    for j in 0..lock_order.len() {
+        let i = lock_order[j];
+        if locks == 0 || key(&lock_order[locks - 1]) != key(&i) {
+            lock_order[locks] = i;
+            locks += 1;
+        }
+    }
+    locks
+}
+
+/// One wait on `arms`, planned (`poll_order`, and `lock_order` one arm per distinct lock):
+/// lock every channel, complete the first ready arm, or else (unless `mode` says not to wait)
+/// queue a node on every channel and sleep until one fires, the deadline passes, or the
+/// waiter unwinds.
+fn run<'a, L: Strategy, A: ArmPtr<'a, L>>(
+    arms: &mut [A],
+    poll_order: &[usize],
+    lock_order: &[usize],
+    mode: Mode,
+) -> Option<Fired> {
+    let mut locks = Locks::lock(arms, lock_order);
+    if let Some((fired, w)) = locks.poll(poll_order) {
+        drop(locks);
+        complete_ready(&mut *arms[fired.index], w);
+        return Some(fired);
+    }
+    let Mode::Until(deadline) = mode else {
+        return None;
+    };
+
+    let (held_arms, held) = locks.arms();
+    let ctx = Context::new(held_arms[0].lock().waiter());
+    for &i in poll_order.iter() {
+        // SAFETY: the arms stay in place (boxed, or borrowed for the whole wait) until
+        // dequeued below (or by the guard), and `ctx` outlives that too.
+        unsafe { held_arms[i].enqueue(held, &ctx, i) };
+    }
+    drop(locks);
+    let guard = Abandon::arm(&ctx, || dequeue_all(arms, lock_order));
+    let signalled = ctx.block(deadline);
+    guard.disarm();
+    dequeue_all(arms, lock_order);
+    finish_arms(arms);
+    release_arms(arms);
+    match ctx.selected() {
+        _ if !signalled => None,
+        selected => Fired::from_selected(selected),
+    }
+}
+
+/// An arm that fired at once, its locks released: the value to the caller's place first,
+/// then the partner's wake-up, then the drop of what the place held. The last two are
+/// user code; in this order a panic in either leaves a received value delivered.
+fn complete_ready<L: Strategy>(arm: &mut (dyn Arm<L> + '_), w: Option<Wake<L::Waiter>>) {
+    arm.finish();
+    wake(w);
+    arm.release();
+}
+
+/// After a wait, every node unlinked: values to (and unsent values back to) the arms'
+/// places. No user code.
+fn finish_arms<'a, L: Strategy, A: ArmPtr<'a, L>>(arms: &mut [A]) {
+    for arm in arms.iter_mut() {
         arm.finish();
-        wake(w);
+    }
+}
+
+/// Drops what [`finish_arms`] displaced (user code: may panic).
+fn release_arms<'a, L: Strategy, A: ArmPtr<'a, L>>(arms: &mut [A]) {
+    for arm in arms.iter_mut() {
         arm.release();
     }
+}
 
-    /// After a wait, every node unlinked: values to (and unsent values back to) the arms'
-    /// places. No user code.
-    fn finish_arms(arms: &mut [Box<dyn Arm<L> + 'a>]) {
-        for arm in arms.iter_mut() {
-            arm.finish();
-        }
-    }
-
-    /// Drops what [`finish_arms`](Self::finish_arms) displaced (user code: may panic).
-    fn release_arms(arms: &mut [Box<dyn Arm<L> + 'a>]) {
-        for arm in arms.iter_mut() {
-            arm.release();
-        }
-    }
-
-    /// Takes every lock and unlinks every arm's node that is still queued.
-    fn dequeue_all(arms: &mut [Box<dyn Arm<L> + 'a>], lock_order: &[usize]) {
-        Locks::lock(arms, lock_order).dequeue_all();
-    }
+/// Takes every lock and unlinks every arm's node that is still queued.
+fn dequeue_all<'a, L: Strategy, A: ArmPtr<'a, L>>(arms: &mut [A], lock_order: &[usize]) {
+    Locks::lock(arms, lock_order).dequeue_all();
 }
 
 impl<L: Strategy> Drop for Alt<'_, L> {

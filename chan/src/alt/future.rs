@@ -12,7 +12,7 @@
 //! to the front of the buffer), never into the arm's `Option`, where a later wait would
 //! drop it. Unsent values go back to their send arms' `Option`s, as after a timed-out wait.
 
-use super::{Alt, Fired, Locks};
+use super::{complete_ready, dequeue_all, finish_arms, release_arms, Alt, Fired, Locks};
 use crate::waitq::{Context, Selected, Stage};
 use locks::{Adaptive, Strategy};
 use std::cell::UnsafeCell;
@@ -111,7 +111,7 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
             if let Some((fired, w)) = locks.poll(poll_order) {
                 drop(locks);
                 self.stage = Stage::Done;
-                Alt::complete_ready(&mut *arms[fired.index], w);
+                complete_ready(&mut *arms[fired.index], w);
                 return Poll::Ready(fired);
             }
             // SAFETY: no node of ours is queued: the waker slot is ours.
@@ -151,18 +151,18 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 let Alt {
                     arms, lock_order, ..
                 } = &mut *self.alt;
-                Alt::dequeue_all(arms, lock_order);
+                dequeue_all(arms, lock_order);
                 self.alt.pending = std::ptr::null();
                 self.stage = Stage::Done;
                 // Values to their places first (no user code), then count a receive arm's
                 // lent value received, then drop what the places held (user code: a panic
                 // there leaves every value delivered and counted).
-                Alt::finish_arms(&mut self.alt.arms);
+                finish_arms(&mut self.alt.arms);
                 if let Selected::Operation(index) = selected {
                     // A send arm's `lent_received` does nothing.
                     self.alt.arms[index].lent_received();
                 }
-                Alt::release_arms(&mut self.alt.arms);
+                release_arms(&mut self.alt.arms);
                 let fired = Fired::from_selected(selected);
                 return Poll::Ready(
                     fired.unwrap_or_else(|| unreachable!("only the drop aborts an async alt")),

@@ -6,8 +6,9 @@
 //! here, where the locks are taken and released, and in the one step from the proof to a
 //! channel's state (`Port::state`).
 
-use super::Arm;
+use super::ArmPtr;
 use locks::Strategy;
+use std::marker::PhantomData;
 
 /// Proof that every lock of an alt's channels is held.
 ///
@@ -18,24 +19,27 @@ pub(super) struct Held(());
 
 /// The locks of an alt's channels, taken in lock order; releasing them (publishing each
 /// channel's summary first) happens on drop, so a panic cannot leave one held.
-pub(super) struct Locks<'g, 'a, L: Strategy> {
-    arms: &'g mut [Box<dyn Arm<L> + 'a>],
+pub(super) struct Locks<'g, 'a, L: Strategy, A: ArmPtr<'a, L>> {
+    arms: &'g mut [A],
     lock_order: &'g [usize],
     /// How many of `lock_order` are held (all of them, unless a lock unwound midway).
     taken: usize,
     /// Lent out only once every lock is taken (`lock` returns the guard only then).
     held: Held,
+    /// The arms' lifetime and strategy, which `A` names.
+    _arms: PhantomData<(&'a (), L)>,
 }
 
-impl<'g, 'a, L: Strategy> Locks<'g, 'a, L> {
+impl<'g, 'a, L: Strategy, A: ArmPtr<'a, L>> Locks<'g, 'a, L, A> {
     /// Takes the lock of every arm's channel: `lock_order` holds one arm per distinct lock,
     /// in the order every alt takes them.
-    pub(super) fn lock(arms: &'g mut [Box<dyn Arm<L> + 'a>], lock_order: &'g [usize]) -> Self {
+    pub(super) fn lock(arms: &'g mut [A], lock_order: &'g [usize]) -> Self {
         let mut locks = Locks {
             arms,
             lock_order,
             taken: 0,
             held: Held(()),
+            _arms: PhantomData,
         };
         for &i in lock_order {
             locks.arms[i].lock().lock();
@@ -45,12 +49,12 @@ impl<'g, 'a, L: Strategy> Locks<'g, 'a, L> {
     }
 
     /// The arms, and the proof that their channels' locks are held.
-    pub(super) fn arms(&mut self) -> (&mut [Box<dyn Arm<L> + 'a>], &mut Held) {
+    pub(super) fn arms(&mut self) -> (&mut [A], &mut Held) {
         (&mut *self.arms, &mut self.held)
     }
 }
 
-impl<L: Strategy> Drop for Locks<'_, '_, L> {
+impl<'a, L: Strategy, A: ArmPtr<'a, L>> Drop for Locks<'_, 'a, L, A> {
     fn drop(&mut self) {
         if self.taken == self.lock_order.len() {
             for arm in self.arms.iter() {
