@@ -36,6 +36,8 @@ pub use self::send::{SendAlt, SendAltFuture};
 // The locks an alt takes, and the proof that they are held.
 mod held;
 use self::held::{Held, Locks};
+// `alt!`'s blocking forms, their arms on the stack.
+pub(crate) mod stack;
 
 /// Which arm of an [`Alt`] fired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,12 +193,15 @@ impl<'a, T, L: Strategy> Port<'a, T, L> {
     }
 }
 
-struct SendArm<'a, T, L: Strategy> {
+/// A send arm: its value is taken from `src` when the arm is queued or fires, and put back
+/// there unless it was sent. Public only for `alt!` (see `stack.rs`).
+pub struct SendArm<'a, T, L: Strategy> {
     port: Port<'a, T, L>,
     src: &'a mut Option<T>,
 }
 
-struct RecvArm<'a, T, L: Strategy> {
+/// A receive arm: its value lands in `dst`. Public only for `alt!` (see `stack.rs`).
+pub struct RecvArm<'a, T, L: Strategy> {
     port: Port<'a, T, L>,
     dst: &'a mut Option<T>,
     /// What `dst` held before a value landed there, dropped by `release`.
