@@ -21,7 +21,7 @@
 //! held), and unsent values moved back to theirs.
 
 use crate::chan::{deadline_after, wake, State};
-use crate::waitq::{Abandon, Context, Node, Selected, Wake, WakeOnDrop};
+use crate::waitq::{Abandon, Node, Party, Selected, Wake, WakeOnDrop};
 use crate::{Chan, RecvEnd, SendEnd};
 use locks::{Adaptive, Strategy};
 use std::ops::DerefMut;
@@ -98,7 +98,7 @@ pub struct Alt<'a, L: Strategy = Adaptive> {
     /// leaked instead (`mem::forget` of a pinned future: its memory is never freed, so the
     /// pointer stays valid), the alt withdraws the wait itself before it is used again or
     /// dropped, since its arms own the queued nodes.
-    pending: *const Context<L::Waiter>,
+    pending: *const Party<L::Waiter>,
 }
 
 enum Poll {
@@ -126,7 +126,7 @@ trait Arm<L: Strategy> {
     /// # Safety
     /// The arm (and so its node) must stay in place, and `ctx` alive, until the node is
     /// unlinked: by [`dequeue`](Self::dequeue), or by a claimer.
-    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Context<L::Waiter>, token: usize);
+    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Party<L::Waiter>, token: usize);
     fn dequeue(&mut self, held: &mut Held);
     fn publish(&self, held: &mut Held);
     /// With the node unlinked and no lock held: move the node's value to the caller's place.
@@ -239,7 +239,7 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         }
     }
 
-    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Context<L::Waiter>, token: usize) {
+    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Party<L::Waiter>, token: usize) {
         let Some(v) = self.src.take() else { return };
         let st = self.port.state(held);
         // SAFETY: the node is not linked, so its slot is ours; it lives in this arm, which the
@@ -296,7 +296,7 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         Some(w)
     }
 
-    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Context<L::Waiter>, token: usize) {
+    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Party<L::Waiter>, token: usize) {
         self.port.node.bind(ctx, token);
         // SAFETY: the node lives in this arm, which the caller keeps in place until the node
         // is unlinked.
@@ -547,7 +547,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
     /// channel (as for a dropped `RecvFuture`); unlinks every node; waits until a claimer is
     /// done with the context; only then runs user code (the other receiver's waker, drops
     /// of displaced values), so a panic there cannot free what the claimer still touches.
-    fn cancel_async(&mut self, ctx: &Context<L::Waiter>) {
+    fn cancel_async(&mut self, ctx: &Party<L::Waiter>) {
         self.pending = std::ptr::null();
         let Alt {
             arms, lock_order, ..
@@ -645,7 +645,7 @@ fn run<'a, L: Strategy, A: ArmPtr<'a, L>>(
     };
 
     let (held_arms, held) = locks.arms();
-    let ctx = Context::new(held_arms[0].lock().waiter());
+    let ctx = Party::new(held_arms[0].lock().waiter());
     for &i in poll_order.iter() {
         // SAFETY: the arms stay in place (boxed, or borrowed for the whole wait) until
         // dequeued below (or by the guard), and `ctx` outlives that too.

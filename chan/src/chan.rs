@@ -4,7 +4,7 @@
 
 use crate::error::*;
 use crate::sync::Ordering::{AcqRel, Relaxed};
-use crate::waitq::{Abandon, Context, Node};
+use crate::waitq::{Abandon, Node, Party};
 use locks::{Adaptive, Strategy};
 use std::fmt;
 use std::sync::Arc;
@@ -342,7 +342,7 @@ impl<T, L: Strategy> Chan<T, L> {
         deadline: Option<Instant>,
     ) -> Result<(), Fail<T>> {
         let sh = &*self.shared;
-        let ctx = Context::new(st.sender_waiter());
+        let ctx = Party::new(st.sender_waiter());
         let node = Node::new(Some(v));
         node.bind(&ctx, 0);
         // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
@@ -409,7 +409,7 @@ impl<T, L: Strategy> Chan<T, L> {
         deadline: Option<Instant>,
     ) -> Result<T, RecvFail> {
         let sh = &*self.shared;
-        let ctx = Context::new(st.receiver_waiter());
+        let ctx = Party::new(st.receiver_waiter());
         let node = Node::new(None);
         node.bind(&ctx, 0);
         // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if

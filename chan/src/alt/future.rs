@@ -2,7 +2,7 @@
 //!
 //! The same protocol as the blocking wait (random poll order drawn before locking, channels
 //! locked in address order, first ready arm in poll order, else one node per arm queued in
-//! poll order), with a task [`Context`] in the pinned future instead of a thread's. The arms'
+//! poll order), with a task [`Party`] in the pinned future instead of a thread's. The arms'
 //! nodes live in the alt's boxed arms, as for a blocked thread, so a wait allocates nothing
 //! beyond what [`Alt::wait`] does (the scratch orders, kept between waits).
 //!
@@ -13,7 +13,7 @@
 //! drop it. Unsent values go back to their send arms' `Option`s, as after a timed-out wait.
 
 use super::{complete_ready, dequeue_all, finish_arms, release_arms, Alt, Fired, Locks};
-use crate::waitq::{Context, Selected, Stage};
+use crate::waitq::{Party, Selected, Stage};
 use locks::{Adaptive, Strategy};
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -28,11 +28,11 @@ use std::task::{Context as TaskCx, Poll};
 pub struct AltFuture<'f, 'a, L: Strategy = Adaptive> {
     alt: &'f mut Alt<'a, L>,
     stage: Stage,
-    ctx: UnsafeCell<Context<L::Waiter>>,
+    ctx: UnsafeCell<Party<L::Waiter>>,
     /// `ctx`'s address, taken on the first poll (pinned by then) and used for every access:
     /// ours and the queue's pointers share one provenance, which a later poll's reborrow of
     /// the future cannot invalidate (see `Op::at` in `chan/future.rs`).
-    at: *const Context<L::Waiter>,
+    at: *const Party<L::Waiter>,
     _pin: PhantomPinned,
 }
 
@@ -75,7 +75,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
         AltFuture {
             alt: self,
             stage: Stage::Idle,
-            ctx: UnsafeCell::new(Context::task(None)),
+            ctx: UnsafeCell::new(Party::task(None)),
             at: std::ptr::null(),
             _pin: PhantomPinned,
         }
@@ -85,7 +85,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
 impl<L: Strategy> AltFuture<'_, '_, L> {
     /// The task context (after the first poll). Unbounded: it borrows nothing of `self`, so
     /// that the alt can be borrowed beside it.
-    fn ctx<'c>(&self) -> &'c Context<L::Waiter> {
+    fn ctx<'c>(&self) -> &'c Party<L::Waiter> {
         // SAFETY: `at` points at our pinned context, alive as long as the future, which every
         // caller outlives the returned reference within.
         unsafe { &*self.at }

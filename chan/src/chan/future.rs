@@ -3,7 +3,7 @@
 //! The first poll tries the operation as a blocking call would, with the same fast path (lock,
 //! push or pop, unlock); nothing else of the future is touched, so an operation that
 //! completes at once costs no more than `send`/`recv`. One that cannot complete writes its
-//! wait (a task [`Context`] holding the waker, and a [`Node`] bound to it) into the pinned
+//! wait (a task [`Party`] holding the waker, and a [`Node`] bound to it) into the pinned
 //! future (`PhantomPinned`) and queues the node exactly as a blocked thread does, so a wait
 //! allocates nothing. A partner (thread or task)
 //! claims the context with the same compare-and-swap of its `select` word under the channel
@@ -38,8 +38,8 @@
 
 use super::{wake, Chan, Locked, Shared};
 use crate::error::{RecvError, SendError};
-use crate::waitq::{Context, Node, Selected, Stage};
 use crate::waitq::{Defer, WakeOnDrop};
+use crate::waitq::{Node, Party, Selected, Stage};
 use crate::{Receiver, Sender};
 use locks::{Adaptive, Strategy, Waiter};
 use std::cell::{Cell, UnsafeCell};
@@ -61,7 +61,7 @@ pub(super) enum Dir {
 /// What a queued operation waits with: a task context and a node, which the channel's queue
 /// points at, hence pinned.
 struct Wait<T, W> {
-    ctx: Context<W>,
+    ctx: Party<W>,
     node: Node<T, W>,
 }
 
@@ -115,7 +115,7 @@ impl<T, W: Waiter> Op<T, W> {
         // through the raw pointer, with no `&mut` (see `at`).
         unsafe {
             at.write(Wait {
-                ctx: Context::task(Some(waker)),
+                ctx: Party::task(Some(waker)),
                 node: Node::new(slot),
             })
         };
