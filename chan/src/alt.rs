@@ -21,9 +21,10 @@
 //! held), and unsent values moved back to theirs.
 
 use crate::chan::{deadline_after, wake, State};
-use crate::waitq::{Abandon, Context, Node, Selected, Wake, WakeOnDrop};
+use crate::waitq::{Abandon, Node, Party, Selected, Wake, WakeOnDrop};
 use crate::{Chan, RecvEnd, SendEnd};
 use locks::{Adaptive, Strategy};
+use std::ops::DerefMut;
 use std::time::{Duration, Instant};
 
 // `Alt::wait_async`.
@@ -32,6 +33,11 @@ pub use self::future::AltFuture;
 // `SendAlt`: an alt of `Send` arms, and its `Send` future.
 mod send;
 pub use self::send::{SendAlt, SendAltFuture};
+// The locks an alt takes, and the proof that they are held.
+mod held;
+use self::held::{Held, Locks};
+// `alt!`'s blocking forms, their arms on the stack.
+pub(crate) mod stack;
 
 /// Which arm of an [`Alt`] fired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +48,24 @@ pub struct Fired {
     /// arm's value is still in its place. 9front reports a closed arm only when no other arm
     /// can proceed, and so do we.
     pub closed: bool,
+}
+
+impl Fired {
+    /// The arm a claimer ended a wait with; `None` if none did (the wait is still on, or
+    /// was aborted).
+    fn from_selected(selected: Selected) -> Option<Fired> {
+        match selected {
+            Selected::Operation(index) => Some(Fired {
+                index,
+                closed: false,
+            }),
+            Selected::Closed(index) => Some(Fired {
+                index,
+                closed: true,
+            }),
+            Selected::Waiting | Selected::Aborted => None,
+        }
+    }
 }
 
 /// A set of send and receive operations to wait on together.
@@ -74,7 +98,7 @@ pub struct Alt<'a, L: Strategy = Adaptive> {
     /// leaked instead (`mem::forget` of a pinned future: its memory is never freed, so the
     /// pointer stays valid), the alt withdraws the wait itself before it is used again or
     /// dropped, since its arms own the queued nodes.
-    pending: *const Context<L::Waiter>,
+    pending: *const Party<L::Waiter>,
 }
 
 enum Poll {
@@ -85,8 +109,8 @@ enum Poll {
 
 /// One operation, type-erased so that arms over different element types share a list.
 ///
-/// The `unsafe` methods require the caller to hold the arm's channel lock; `finish` and
-/// `release` run with no lock held.
+/// The methods that take a [`Held`] need the arm's channel lock, which the proof says is held
+/// (by the [`Locks`] that lent it); `finish` and `release` run with no lock held.
 trait Arm<L: Strategy> {
     fn lock(&self) -> &L;
     /// Where this arm's lock comes in the order every alt takes locks in: the lock's
@@ -94,12 +118,17 @@ trait Arm<L: Strategy> {
     /// creation number (addresses change from one modelled execution to the next, and a
     /// model must make the same choices every time).
     fn lock_key(&self) -> usize;
-    unsafe fn poll(&mut self) -> Poll;
+    fn poll(&mut self, held: &mut Held) -> Poll;
     /// Completes the operation now; `None` if it turned out not to be ready after all.
-    unsafe fn fire(&mut self) -> Option<Option<Wake<L::Waiter>>>;
-    unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize);
-    unsafe fn dequeue(&mut self);
-    unsafe fn publish(&self);
+    fn fire(&mut self, held: &mut Held) -> Option<Option<Wake<L::Waiter>>>;
+    /// Queues the arm's node on its channel, bound to `ctx` with `token`.
+    ///
+    /// # Safety
+    /// The arm (and so its node) must stay in place, and `ctx` alive, until the node is
+    /// unlinked: by [`dequeue`](Self::dequeue), or by a claimer.
+    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Party<L::Waiter>, token: usize);
+    fn dequeue(&mut self, held: &mut Held);
+    fn publish(&self, held: &mut Held);
     /// With the node unlinked and no lock held: move the node's value to the caller's place.
     fn finish(&mut self);
     /// Drops what `finish` displaced from the caller's place (user code: may panic).
@@ -111,11 +140,18 @@ trait Arm<L: Strategy> {
     /// if that was its last lent value.
     fn settle(&self) {}
     /// An async alt dropped after this arm fired (`future.rs`): a received value in the
-    /// node goes back to the channel, as for a dropped `RecvFuture`. Lock held.
-    unsafe fn give_back(&mut self) -> Option<Wake<L::Waiter>> {
+    /// node goes back to the channel, as for a dropped `RecvFuture`.
+    fn give_back(&mut self, _held: &mut Held) -> Option<Wake<L::Waiter>> {
         None
     }
 }
+
+/// How an alt holds its arms: boxed, in an [`Alt`] (whose arms may outlive a wait: a leaked
+/// [`AltFuture`] leaves its nodes queued in them), or borrowed, by the caller's stack
+/// (`alt!`'s blocking forms). The waits are written once, over either.
+trait ArmPtr<'a, L: Strategy>: DerefMut<Target = dyn Arm<L> + 'a> {}
+
+impl<'a, L: Strategy, P: DerefMut<Target = dyn Arm<L> + 'a>> ArmPtr<'a, L> for P {}
 
 /// The part of an arm that does not depend on its direction: the channel, and the node that
 /// queues the arm on it while the alt sleeps (and holds a received value until `finish`).
@@ -136,34 +172,36 @@ impl<'a, T, L: Strategy> Port<'a, T, L> {
         self.chan.shared.raw_lock()
     }
 
-    /// # Safety
-    /// The caller must hold the channel's lock.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn state(&self) -> &mut State<T, L::Waiter> {
-        // SAFETY: forwarded.
+    /// The channel's state, its lock held: for as long as the proof is borrowed, so that no
+    /// two states are borrowed through it at once (two arms may share a channel).
+    fn state<'s>(&'s self, _held: &'s mut Held) -> &'s mut State<T, L::Waiter> {
+        // SAFETY: a `Held` exists only while every lock of the alt's channels is held, this
+        // one's among them, and borrowing it mutably for as long as the state makes this the
+        // only reference to a locked state meanwhile.
         unsafe { self.chan.shared.state_locked() }
     }
 
-    /// # Safety
-    /// The caller must hold the channel's lock.
-    unsafe fn publish(&self) {
-        // SAFETY: forwarded.
-        self.chan.shared.publish(unsafe { self.state() });
+    fn publish(&self, held: &mut Held) {
+        self.chan.shared.publish(self.state(held));
     }
 
     /// What the node's slot holds.
     fn take(&self) -> Option<T> {
-        // SAFETY: the caller (`finish`) runs with the node unlinked, so the slot is ours.
+        // SAFETY: the caller runs with the node unlinked (`finish`), or holds the channel's
+        // lock (`give_back`), under which alone a claimer touches the slot: the slot is ours.
         unsafe { self.node.take() }
     }
 }
 
-struct SendArm<'a, T, L: Strategy> {
+/// A send arm: its value is taken from `src` when the arm is queued or fires, and put back
+/// there unless it was sent. Public only for `alt!` (see `stack.rs`).
+pub struct SendArm<'a, T, L: Strategy> {
     port: Port<'a, T, L>,
     src: &'a mut Option<T>,
 }
 
-struct RecvArm<'a, T, L: Strategy> {
+/// A receive arm: its value lands in `dst`. Public only for `alt!` (see `stack.rs`).
+pub struct RecvArm<'a, T, L: Strategy> {
     port: Port<'a, T, L>,
     dst: &'a mut Option<T>,
     /// What `dst` held before a value landed there, dropped by `release`.
@@ -179,9 +217,8 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         self.port.chan.shared.lock_key()
     }
 
-    unsafe fn poll(&mut self) -> Poll {
-        // SAFETY: the caller holds the lock.
-        let st = unsafe { self.port.state() };
+    fn poll(&mut self, held: &mut Held) -> Poll {
+        let st = self.port.state(held);
         match () {
             _ if self.src.is_none() => Poll::Pending,
             _ if st.is_closed() => Poll::Closed,
@@ -190,10 +227,9 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         }
     }
 
-    unsafe fn fire(&mut self) -> Option<Option<Wake<L::Waiter>>> {
+    fn fire(&mut self, held: &mut Held) -> Option<Option<Wake<L::Waiter>>> {
         let v = self.src.take()?;
-        // SAFETY: the caller holds the lock.
-        match unsafe { self.port.state() }.try_send(v) {
+        match self.port.state(held).try_send(v) {
             Ok(w) => Some(w),
             Err(v) => {
                 // `src` is `None` now, so nothing is dropped here.
@@ -203,25 +239,24 @@ impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
         }
     }
 
-    unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize) {
+    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Party<L::Waiter>, token: usize) {
         let Some(v) = self.src.take() else { return };
-        // SAFETY: the caller holds the lock; the node is not linked, so its slot is ours, and
-        // it lives in this boxed arm, which stays put until `dequeue`.
+        let st = self.port.state(held);
+        // SAFETY: the node is not linked, so its slot is ours; it lives in this arm, which the
+        // caller keeps in place until the node is unlinked.
         unsafe {
             self.port.node.put(v);
             self.port.node.bind(ctx, token);
-            self.port.state().queue_sender(&self.port.node);
+            st.queue_sender(&self.port.node);
         }
     }
 
-    unsafe fn dequeue(&mut self) {
-        // SAFETY: the caller holds the lock.
-        unsafe { self.port.state() }.unqueue_sender(&self.port.node);
+    fn dequeue(&mut self, held: &mut Held) {
+        self.port.state(held).unqueue_sender(&self.port.node);
     }
 
-    unsafe fn publish(&self) {
-        // SAFETY: the caller holds the lock.
-        unsafe { self.port.publish() }
+    fn publish(&self, held: &mut Held) {
+        self.port.publish(held)
     }
 
     fn finish(&mut self) {
@@ -243,9 +278,8 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         self.port.chan.shared.lock_key()
     }
 
-    unsafe fn poll(&mut self) -> Poll {
-        // SAFETY: the caller holds the lock.
-        let st = unsafe { self.port.state() };
+    fn poll(&mut self, held: &mut Held) -> Poll {
+        let st = self.port.state(held);
         match () {
             _ if st.can_recv() => Poll::Ready,
             // Not while a value lent to a task may come back.
@@ -254,29 +288,27 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         }
     }
 
-    unsafe fn fire(&mut self) -> Option<Option<Wake<L::Waiter>>> {
-        // SAFETY: the caller holds the lock.
-        let (v, w) = unsafe { self.port.state() }.try_recv()?;
+    fn fire(&mut self, held: &mut Held) -> Option<Option<Wake<L::Waiter>>> {
+        let (v, w) = self.port.state(held).try_recv()?;
         // Into our own node, not `dst`: assigning to `dst` would drop its old value, which is
         // user code, under the lock. SAFETY: the node is not linked, so its slot is ours.
         unsafe { self.port.node.put(v) };
         Some(w)
     }
 
-    unsafe fn enqueue(&mut self, ctx: &Context<L::Waiter>, token: usize) {
+    unsafe fn enqueue(&mut self, held: &mut Held, ctx: &Party<L::Waiter>, token: usize) {
         self.port.node.bind(ctx, token);
-        // SAFETY: as for `SendArm::enqueue`.
-        unsafe { self.port.state().queue_receiver(&self.port.node) };
+        // SAFETY: the node lives in this arm, which the caller keeps in place until the node
+        // is unlinked.
+        unsafe { self.port.state(held).queue_receiver(&self.port.node) };
     }
 
-    unsafe fn dequeue(&mut self) {
-        // SAFETY: the caller holds the lock.
-        unsafe { self.port.state() }.unqueue_receiver(&self.port.node);
+    fn dequeue(&mut self, held: &mut Held) {
+        self.port.state(held).unqueue_receiver(&self.port.node);
     }
 
-    unsafe fn publish(&self) {
-        // SAFETY: the caller holds the lock.
-        unsafe { self.port.publish() }
+    fn publish(&self, held: &mut Held) {
+        self.port.publish(held)
     }
 
     fn finish(&mut self) {
@@ -289,10 +321,9 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         self.displaced = None;
     }
 
-    unsafe fn give_back(&mut self) -> Option<Wake<L::Waiter>> {
+    fn give_back(&mut self, held: &mut Held) -> Option<Wake<L::Waiter>> {
         let v = self.port.take()?;
-        // SAFETY: the caller holds the lock.
-        unsafe { self.port.state() }.give_back(v)
+        self.port.state(held).give_back(v)
     }
 
     fn lent_received(&self) {
@@ -304,37 +335,15 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
     }
 }
 
-/// The locks of an alt's channels, taken in address order; releasing them (publishing each
-/// channel's summary first) happens on drop, so a panic cannot leave one held.
-struct Held<'g, 'a, L: Strategy> {
-    arms: &'g mut [Box<dyn Arm<L> + 'a>],
-    lock_order: &'g [usize],
-    /// How many of `lock_order` are held (all of them, unless a lock unwound midway).
-    taken: usize,
-}
-
-impl<'g, 'a, L: Strategy> Held<'g, 'a, L> {
-    fn lock(arms: &'g mut [Box<dyn Arm<L> + 'a>], lock_order: &'g [usize]) -> Self {
-        let mut held = Held {
-            arms,
-            lock_order,
-            taken: 0,
-        };
-        for &i in lock_order {
-            held.arms[i].lock().lock();
-            held.taken += 1;
-        }
-        held
-    }
-
+impl<'a, L: Strategy, A: ArmPtr<'a, L>> Locks<'_, 'a, L, A> {
     /// Completes the first ready arm in `poll_order`, or reports the first closed one when
     /// no arm can proceed.
     fn poll(&mut self, poll_order: &[usize]) -> Option<(Fired, Option<Wake<L::Waiter>>)> {
+        let (arms, held) = self.arms();
         loop {
             let (mut ready, mut closed) = (None, None);
             for &i in poll_order {
-                // SAFETY: every lock is held.
-                match unsafe { self.arms[i].poll() } {
+                match arms[i].poll(held) {
                     Poll::Ready => {
                         ready = Some(i);
                         break;
@@ -350,8 +359,7 @@ impl<'g, 'a, L: Strategy> Held<'g, 'a, L> {
                 };
                 return closed.map(|i| (fired(i), None));
             };
-            // SAFETY: every lock is held.
-            if let Some(w) = unsafe { self.arms[index].fire() } {
+            if let Some(w) = arms[index].fire(held) {
                 let closed = false;
                 return Some((Fired { index, closed }, w));
             }
@@ -359,19 +367,12 @@ impl<'g, 'a, L: Strategy> Held<'g, 'a, L> {
             // the queue, so this cannot repeat for ever): look again.
         }
     }
-}
 
-impl<L: Strategy> Drop for Held<'_, '_, L> {
-    fn drop(&mut self) {
-        if self.taken == self.lock_order.len() {
-            for arm in self.arms.iter() {
-                // SAFETY: every arm's lock is held.
-                unsafe { arm.publish() };
-            }
-        }
-        for &i in self.lock_order[..self.taken].iter().rev() {
-            // SAFETY: taken by `lock`.
-            unsafe { self.arms[i].lock().unlock() };
+    /// Unlinks every arm's node that is still queued.
+    fn dequeue_all(&mut self) {
+        let (arms, held) = self.arms();
+        for arm in arms.iter_mut() {
+            arm.dequeue(held);
         }
     }
 }
@@ -381,6 +382,44 @@ impl<L: Strategy> Drop for Held<'_, '_, L> {
 enum Mode {
     NonBlocking,
     Until(Option<Instant>),
+}
+
+/// The ways an alt can wait, written once for every way of holding its arms ([`Alt`]'s, and
+/// `alt!`'s on the stack): they differ only in where the arms and the scratch orders live.
+trait Waits {
+    /// How many arms there are.
+    fn arm_count(&self) -> usize;
+
+    /// Plans and runs one wait.
+    fn run(&mut self, mode: Mode) -> Option<Fired>;
+
+    /// [`Alt::wait`].
+    fn wait(&mut self) -> Fired {
+        assert!(self.arm_count() != 0, "alt with no arms would wait forever");
+        self.run(Mode::Until(None)).expect("an untimed alt fires")
+    }
+
+    /// [`Alt::try_wait`].
+    fn try_wait(&mut self) -> Option<Fired> {
+        self.run(Mode::NonBlocking)
+    }
+
+    /// [`Alt::wait_timeout`].
+    fn wait_timeout(&mut self, timeout: Duration) -> Option<Fired> {
+        match deadline_after(timeout) {
+            Some(deadline) => self.wait_deadline(deadline),
+            None => Some(self.wait()),
+        }
+    }
+
+    /// [`Alt::wait_deadline`].
+    fn wait_deadline(&mut self, deadline: Instant) -> Option<Fired> {
+        if self.arm_count() == 0 {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+            return None;
+        }
+        self.run(Mode::Until(Some(deadline)))
+    }
 }
 
 impl<'a, L: Strategy> Default for Alt<'a, L> {
@@ -455,13 +494,12 @@ impl<'a, L: Strategy> Alt<'a, L> {
     /// # Panics
     /// If there are no arms: that wait could never end.
     pub fn wait(&mut self) -> Fired {
-        assert!(!self.arms.is_empty(), "alt with no arms would wait forever");
-        self.run(Mode::Until(None)).expect("an untimed alt fires")
+        Waits::wait(self)
     }
 
     /// Fires an arm that is ready now, or returns `None` at once (Plan 9's `CHANNOBLK`).
     pub fn try_wait(&mut self) -> Option<Fired> {
-        self.run(Mode::NonBlocking)
+        Waits::try_wait(self)
     }
 
     /// [`wait`](Self::wait), giving up (`None`) after `timeout`. A timeout too large for an
@@ -470,82 +508,27 @@ impl<'a, L: Strategy> Alt<'a, L> {
     /// # Panics
     /// If there are no arms and the timeout is for ever.
     pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Fired> {
-        match deadline_after(timeout) {
-            Some(deadline) => self.wait_deadline(deadline),
-            None => Some(self.wait()),
-        }
+        Waits::wait_timeout(self, timeout)
     }
 
     /// [`wait`](Self::wait), giving up (`None`) at `deadline`.
     pub fn wait_deadline(&mut self, deadline: Instant) -> Option<Fired> {
-        if self.arms.is_empty() {
-            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-            return None;
-        }
-        self.run(Mode::Until(Some(deadline)))
+        Waits::wait_deadline(self, deadline)
     }
 
-    /// Fills the scratch orders. Everything that allocates or draws random numbers happens
-    /// here, before any lock is taken.
+    /// Fills the scratch orders (see [`plan`]); everything that allocates happens here too,
+    /// before any lock is taken.
     fn plan(&mut self) {
         let n = self.arms.len();
-        self.poll_order.clear();
-        self.poll_order.extend(0..n);
-        if !self.biased {
-            crate::rng::shuffle(&mut self.poll_order);
-        }
-        let arms = &self.arms;
-        let addr = |i: &usize| arms[*i].lock_key();
-        self.lock_order.clear();
-        self.lock_order.extend(0..n);
-        self.lock_order.sort_by_key(addr);
-        self.lock_order.dedup_by_key(|i| addr(i));
-    }
-
-    fn run(&mut self, mode: Mode) -> Option<Fired> {
-        self.cancel_leaked();
-        self.plan();
-        let Alt {
-            arms,
-            poll_order,
-            lock_order,
-            ..
-        } = self;
-        let mut held = Held::lock(arms, lock_order);
-        if let Some((fired, w)) = held.poll(poll_order) {
-            drop(held);
-            Self::complete_ready(&mut *arms[fired.index], w);
-            return Some(fired);
-        }
-        let Mode::Until(deadline) = mode else {
-            return None;
-        };
-
-        let ctx = Context::new(held.arms[0].lock().waiter());
-        for &i in poll_order.iter() {
-            // SAFETY: every lock is held; the arms stay boxed in place until dequeued below
-            // (or by the guard), and `ctx` outlives that too.
-            unsafe { held.arms[i].enqueue(&ctx, i) };
-        }
-        drop(held);
-        let guard = Abandon::arm(&ctx, || Self::dequeue_all(arms, lock_order));
-        let signalled = ctx.block(deadline);
-        guard.disarm();
-        Self::dequeue_all(arms, lock_order);
-        Self::finish_arms(arms);
-        Self::release_arms(arms);
-        match ctx.selected() {
-            _ if !signalled => None,
-            Selected::Operation(index) => Some(Fired {
-                index,
-                closed: false,
-            }),
-            Selected::Closed(index) => Some(Fired {
-                index,
-                closed: true,
-            }),
-            Selected::Waiting | Selected::Aborted => None,
-        }
+        self.poll_order.resize(n, 0);
+        self.lock_order.resize(n, 0);
+        let locks = plan(
+            &self.arms,
+            self.biased,
+            &mut self.poll_order,
+            &mut self.lock_order,
+        );
+        self.lock_order.truncate(locks);
     }
 
     /// Withdraws the async wait of a leaked [`AltFuture`], if any: its nodes are in our arms.
@@ -564,24 +547,23 @@ impl<'a, L: Strategy> Alt<'a, L> {
     /// channel (as for a dropped `RecvFuture`); unlinks every node; waits until a claimer is
     /// done with the context; only then runs user code (the other receiver's waker, drops
     /// of displaced values), so a panic there cannot free what the claimer still touches.
-    fn cancel_async(&mut self, ctx: &Context<L::Waiter>) {
+    fn cancel_async(&mut self, ctx: &Party<L::Waiter>) {
         self.pending = std::ptr::null();
         let Alt {
             arms, lock_order, ..
         } = self;
-        let held = Held::lock(arms, lock_order);
+        let mut locks = Locks::lock(arms, lock_order);
         let aborted = ctx.abort();
         let (w, fired) = match ctx.selected() {
-            // SAFETY: every lock is held; the fired arm's node is unlinked and was written
-            // under its channel's lock.
-            Selected::Operation(i) if !aborted => (unsafe { held.arms[i].give_back() }, Some(i)),
+            Selected::Operation(i) if !aborted => {
+                // The fired arm's node is unlinked and was written under its channel's lock.
+                let (arms, held) = locks.arms();
+                (arms[i].give_back(held), Some(i))
+            }
             _ => (None, None),
         };
-        for arm in held.arms.iter_mut() {
-            // SAFETY: every lock is held.
-            unsafe { arm.dequeue() };
-        }
-        drop(held);
+        locks.dequeue_all();
+        drop(locks);
         if !aborted {
             // The claimer may still be about to signal: it must be done with us first.
             while !ctx.task_signalled() {
@@ -592,41 +574,123 @@ impl<'a, L: Strategy> Alt<'a, L> {
         if let Some(i) = fired {
             arms[i].settle();
         }
-        Self::finish_arms(arms);
-        Self::release_arms(arms);
+        finish_arms(arms);
+        release_arms(arms);
+    }
+}
+
+impl<L: Strategy> Waits for Alt<'_, L> {
+    fn arm_count(&self) -> usize {
+        self.arms.len()
     }
 
-    /// An arm that fired at once, its locks released: the value to the caller's place first,
-    /// then the partner's wake-up, then the drop of what the place held. The last two are
-    /// user code; in this order a panic in either leaves a received value delivered.
-    fn complete_ready(arm: &mut (dyn Arm<L> + 'a), w: Option<Wake<L::Waiter>>) {
+    fn run(&mut self, mode: Mode) -> Option<Fired> {
+        self.cancel_leaked();
+        self.plan();
+        run(&mut self.arms, &self.poll_order, &self.lock_order, mode)
+    }
+}
+
+/// Fills the scratch orders for `arms` (each as long as `arms`): `poll_order` with the arms in
+/// the order to poll them, shuffled unless `biased`, and the front of `lock_order` with one arm
+/// per distinct lock, in lock order (see [`Arm::lock_key`]); returns how many that is.
+/// Everything that draws random numbers happens here, before any lock is taken.
+fn plan<'a, L: Strategy, A: ArmPtr<'a, L>>(
+    arms: &[A],
+    biased: bool,
+    poll_order: &mut [usize],
+    lock_order: &mut [usize],
+) -> usize {
+    for (i, slot) in poll_order.iter_mut().enumerate() {
+        *slot = i;
+    }
+    if !biased {
+        crate::rng::shuffle(poll_order);
+    }
+    let key = |i: &usize| arms[*i].lock_key();
+    for (i, slot) in lock_order.iter_mut().enumerate() {
+        *slot = i;
+    }
+    lock_order.sort_by_key(key);
+    // Keeps the first arm of every run with one key (as `Vec::dedup_by_key`).
+    let mut locks = 0;
+    for j in 0..lock_order.len() {
+        let i = lock_order[j];
+        if locks == 0 || key(&lock_order[locks - 1]) != key(&i) {
+            lock_order[locks] = i;
+            locks += 1;
+        }
+    }
+    locks
+}
+
+/// One wait on `arms`, planned (`poll_order`, and `lock_order` one arm per distinct lock):
+/// lock every channel, complete the first ready arm, or else (unless `mode` says not to wait)
+/// queue a node on every channel and sleep until one fires, the deadline passes, or the
+/// waiter unwinds.
+fn run<'a, L: Strategy, A: ArmPtr<'a, L>>(
+    arms: &mut [A],
+    poll_order: &[usize],
+    lock_order: &[usize],
+    mode: Mode,
+) -> Option<Fired> {
+    let mut locks = Locks::lock(arms, lock_order);
+    if let Some((fired, w)) = locks.poll(poll_order) {
+        drop(locks);
+        complete_ready(&mut *arms[fired.index], w);
+        return Some(fired);
+    }
+    let Mode::Until(deadline) = mode else {
+        return None;
+    };
+
+    let (held_arms, held) = locks.arms();
+    let ctx = Party::new(held_arms[0].lock().waiter());
+    for &i in poll_order.iter() {
+        // SAFETY: the arms stay in place (boxed, or borrowed for the whole wait) until
+        // dequeued below (or by the guard), and `ctx` outlives that too.
+        unsafe { held_arms[i].enqueue(held, &ctx, i) };
+    }
+    drop(locks);
+    let guard = Abandon::arm(&ctx, || dequeue_all(arms, lock_order));
+    let signalled = ctx.block(deadline);
+    guard.disarm();
+    dequeue_all(arms, lock_order);
+    finish_arms(arms);
+    release_arms(arms);
+    match ctx.selected() {
+        _ if !signalled => None,
+        selected => Fired::from_selected(selected),
+    }
+}
+
+/// An arm that fired at once, its locks released: the value to the caller's place first,
+/// then the partner's wake-up, then the drop of what the place held. The last two are
+/// user code; in this order a panic in either leaves a received value delivered.
+fn complete_ready<L: Strategy>(arm: &mut (dyn Arm<L> + '_), w: Option<Wake<L::Waiter>>) {
+    arm.finish();
+    wake(w);
+    arm.release();
+}
+
+/// After a wait, every node unlinked: values to (and unsent values back to) the arms'
+/// places. No user code.
+fn finish_arms<'a, L: Strategy, A: ArmPtr<'a, L>>(arms: &mut [A]) {
+    for arm in arms.iter_mut() {
         arm.finish();
-        wake(w);
+    }
+}
+
+/// Drops what [`finish_arms`] displaced (user code: may panic).
+fn release_arms<'a, L: Strategy, A: ArmPtr<'a, L>>(arms: &mut [A]) {
+    for arm in arms.iter_mut() {
         arm.release();
     }
+}
 
-    /// After a wait, every node unlinked: values to (and unsent values back to) the arms'
-    /// places. No user code.
-    fn finish_arms(arms: &mut [Box<dyn Arm<L> + 'a>]) {
-        for arm in arms.iter_mut() {
-            arm.finish();
-        }
-    }
-
-    /// Drops what [`finish_arms`](Self::finish_arms) displaced (user code: may panic).
-    fn release_arms(arms: &mut [Box<dyn Arm<L> + 'a>]) {
-        for arm in arms.iter_mut() {
-            arm.release();
-        }
-    }
-
-    fn dequeue_all(arms: &mut [Box<dyn Arm<L> + 'a>], lock_order: &[usize]) {
-        let held = Held::lock(arms, lock_order);
-        for arm in held.arms.iter_mut() {
-            // SAFETY: every lock is held.
-            unsafe { arm.dequeue() };
-        }
-    }
+/// Takes every lock and unlinks every arm's node that is still queued.
+fn dequeue_all<'a, L: Strategy, A: ArmPtr<'a, L>>(arms: &mut [A], lock_order: &[usize]) {
+    Locks::lock(arms, lock_order).dequeue_all();
 }
 
 impl<L: Strategy> Drop for Alt<'_, L> {

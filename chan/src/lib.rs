@@ -266,6 +266,13 @@ mod sync;
 mod waitq;
 
 pub use crate::alt::{Alt, AltFuture, Fired, SendAlt, SendAltFuture};
+
+/// What [`alt!`] expands to. Not public API: it may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::alt::stack::{recv, send, StackAlt, StackArm};
+    pub use crate::alt::{RecvArm, SendArm};
+}
 #[cfg(feature = "stream")]
 pub use crate::chan::RecvStream;
 #[cfg(feature = "sink")]

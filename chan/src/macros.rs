@@ -13,7 +13,8 @@
 /// Ready arms are chosen uniformly at random. The value of a send arm that did not fire is
 /// dropped. A malformed arm is a compile error that names it and says what was expected.
 /// (An alt of more than about 50 arms needs a higher `#![recursion_limit]`; an [`Alt`]
-/// built in a loop needs none.)
+/// built in a loop needs none.) The arms live on the stack: waiting allocates nothing, except
+/// in `alt!(async; ..)` below, which builds an [`Alt`].
 ///
 /// [`Alt`]: crate::Alt
 ///
@@ -66,10 +67,11 @@ macro_rules! alt {
     // without a comma after it, or an expression and a comma) in one step, so that an arm
     // costs one level of the recursion limit here and one in `@slots`; `default` and
     // `timeout` go to `@last`, which makes sure nothing follows them. Once every arm is read,
-    // `@slots` declares one slot per arm and builds the `Alt`. Every input that well-formed
-    // arms cannot match ends in a `compile_error!` that says what was expected, so a slip
-    // never reaches the recursion limit. `$mode` is how an alt with no `default` waits:
-    // `block` (the thread) or `await` (`async;`).
+    // `@slots` declares one slot per arm (and, blocking, the arm itself, on the stack) and
+    // builds the alt. Every input that well-formed arms cannot match ends in a
+    // `compile_error!` that says what was expected, so a slip never reaches the recursion
+    // limit. `$mode` is how an alt with no `default` waits: `block` (the thread) or `await`
+    // (`async;`).
 
     // The end of the arms.
     (@parse $mode:tt [] ()) => {
@@ -289,24 +291,60 @@ macro_rules! alt {
 
     // One slot and one channel reference per arm, each from its own expansion so that they
     // are distinct. `let end = &$c` extends the life of a temporary (`recv(&mut *c)`,
-    // `recv(make())`) to the whole alt.
+    // `recv(make())`) to the whole alt. The blocking forms also declare the arm itself here,
+    // on the stack (`arm`, borrowing the slot until the wait is over), so that their wait
+    // allocates nothing; `async;` adds the arms to an `Alt` instead, which owns them on the
+    // heap (its future may be leaked with their nodes queued: see `alt/stack.rs`).
+    (@slots [$($done:tt)*] ($i:expr) [(recv $c:expr, $v:tt, $p:pat, $body:tt) $($rest:tt)*] (await)) => {{
+        let end = &$c;
+        let mut slot = ::core::option::Option::None;
+        $crate::alt!(@slots [$($done)* (recv end slot ($i) $p, $body)] ($i + 1) [$($rest)*] (await))
+    }};
+    (@slots [$($done:tt)*] ($i:expr) [(send $c:expr, $v:expr, $p:pat, $body:tt) $($rest:tt)*] (await)) => {{
+        let end = &$c;
+        let mut slot = ::core::option::Option::Some($v);
+        $crate::alt!(@slots [$($done)* (send end slot ($i) $p, $body)] ($i + 1) [$($rest)*] (await))
+    }};
     (@slots [$($done:tt)*] ($i:expr) [(recv $c:expr, $v:tt, $p:pat, $body:tt) $($rest:tt)*] $tail:tt) => {{
         let end = &$c;
         let mut slot = ::core::option::Option::None;
-        $crate::alt!(@slots [$($done)* (recv end slot ($i) $p, $body)] ($i + 1) [$($rest)*] $tail)
+        let mut arm = $crate::__private::recv(end, &mut slot);
+        $crate::alt!(@slots [$($done)* (recv slot arm ($i) $p, $body)] ($i + 1) [$($rest)*] $tail)
     }};
     (@slots [$($done:tt)*] ($i:expr) [(send $c:expr, $v:expr, $p:pat, $body:tt) $($rest:tt)*] $tail:tt) => {{
         let end = &$c;
         let mut slot = ::core::option::Option::Some($v);
-        $crate::alt!(@slots [$($done)* (send end slot ($i) $p, $body)] ($i + 1) [$($rest)*] $tail)
+        let mut arm = $crate::__private::send(end, &mut slot);
+        $crate::alt!(@slots [$($done)* (send slot arm ($i) $p, $body)] ($i + 1) [$($rest)*] $tail)
     }};
 
-    // Every slot declared: build the alt, wait, and run the fired arm's body.
-    (@slots [$(($kind:ident $e:ident $s:ident ($i:expr) $p:pat, $body:tt))*] ($n:expr) [] $tail:tt) => {{
+    // Every slot declared: build the alt, wait, and run the fired arm's body. `async;`: an
+    // `Alt` of boxed arms.
+    (@slots [$(($kind:ident $e:ident $s:ident ($i:expr) $p:pat, $body:tt))*] ($n:expr) [] (await)) => {{
         let mut alt = $crate::Alt::new();
         $( alt.$kind($e, &mut $s); )*
-        let fired = $crate::alt!(@wait alt $tail);
+        let fired = $crate::alt!(@wait alt (await));
         ::core::mem::drop(alt);
+        match fired {
+            ::core::option::Option::Some(fired) => {
+                $(
+                    if fired.index == $i {
+                        let $p = $crate::alt!(@result $kind $s fired);
+                        $body
+                    } else
+                )*
+                { ::core::unreachable!("alt fired an arm it does not have") }
+            }
+            ::core::option::Option::None => $crate::alt!(@otherwise (await)),
+        }
+    }};
+    // The blocking forms: an alt of the arms on the stack, for the wait. (The arms' borrows
+    // of the slots end with it: an arm's drop touches nothing it borrows.)
+    (@slots [$(($kind:ident $s:ident $a:ident ($i:expr) $p:pat, $body:tt))*] ($n:expr) [] $tail:tt) => {{
+        let fired = {
+            let mut alt = $crate::__private::StackAlt::new([$( $a.stack() ),*]);
+            $crate::alt!(@wait alt $tail)
+        };
         match fired {
             ::core::option::Option::Some(fired) => {
                 $(

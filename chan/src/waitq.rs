@@ -1,6 +1,6 @@
 //! How a blocked operation registers and is woken.
 //!
-//! A thread that must block builds a [`Context`] on its stack (its lock strategy's waiter plus
+//! A thread that must block builds a [`Party`] on its stack (its lock strategy's waiter plus
 //! a word saying who ended the wait) and one [`Node`] per operation it waits on, linked into the
 //! FIFO [`WaitQueue`] of that channel's senders or receivers. A plain send or receive has one
 //! node; an alt has one per arm, all pointing at the same context.
@@ -14,9 +14,9 @@
 //!
 //! Nodes live on the blocked thread's stack (or in its alt); the queues hold raw pointers to
 //! them. That is sound because a node is unlinked, under the channel lock, before its owner can
-//! return, and a claimed owner does not return before the claimer's signal: [`Context::block`]
+//! return, and a claimed owner does not return before the claimer's signal: [`Party::block`]
 //! trusts the waiter's report only as far as the unsafe [`locks::Waiter`] contract allows, and
-//! [`Context::abandon`] covers a waiter that unwinds.
+//! [`Party::abandon`] covers a waiter that unwinds.
 
 use crate::sync::{AtomicBool, AtomicUsize, Ordering::*};
 use std::cell::{Cell, UnsafeCell};
@@ -80,14 +80,15 @@ impl Selected {
     }
 }
 
-/// A blocked thread or task: how to wake it, and who ended its wait.
-pub(crate) struct Context<W> {
+/// A blocked party, thread or task: how to wake it, and who ended its wait. The code calls one
+/// its *context* (`ctx`), the name this type had before it made way for `std::task::Context`.
+pub(crate) struct Party<W> {
     select: AtomicUsize,
-    party: Party<W>,
+    kind: PartyKind<W>,
 }
 
-/// Who waits on a context: a thread, with its strategy's waiter, or an async task.
-enum Party<W> {
+/// Who the party is: a thread, with its strategy's waiter, or an async task.
+enum PartyKind<W> {
     Thread(W),
     Task(TaskWait),
 }
@@ -103,19 +104,19 @@ pub(crate) struct TaskWait {
     done: AtomicBool,
 }
 
-impl<W: locks::Waiter> Context<W> {
+impl<W: locks::Waiter> Party<W> {
     pub(crate) fn new(waiter: W) -> Self {
-        Context {
+        Party {
             select: AtomicUsize::new(0),
-            party: Party::Thread(waiter),
+            kind: PartyKind::Thread(waiter),
         }
     }
 
     /// A context for an async task (`crate::future`), waking `waker` (if any yet).
     pub(crate) fn task(waker: Option<Waker>) -> Self {
-        Context {
+        Party {
             select: AtomicUsize::new(0),
-            party: Party::Task(TaskWait {
+            kind: PartyKind::Task(TaskWait {
                 waker: UnsafeCell::new(waker),
                 done: AtomicBool::new(false),
             }),
@@ -125,18 +126,18 @@ impl<W: locks::Waiter> Context<W> {
     /// The thread's waiter; contexts made by [`new`](Self::new) only.
     #[inline]
     fn waiter(&self) -> &W {
-        match &self.party {
-            Party::Thread(w) => w,
-            Party::Task(_) => unreachable!("a task's context has no thread waiter"),
+        match &self.kind {
+            PartyKind::Thread(w) => w,
+            PartyKind::Task(_) => unreachable!("a task's context has no thread waiter"),
         }
     }
 
     /// The task's wait; contexts made by [`task`](Self::task) only.
     #[inline]
     fn task_wait(&self) -> &TaskWait {
-        match &self.party {
-            Party::Task(t) => t,
-            Party::Thread(_) => unreachable!("a thread's context has no waker"),
+        match &self.kind {
+            PartyKind::Task(t) => t,
+            PartyKind::Thread(_) => unreachable!("a thread's context has no waker"),
         }
     }
 
@@ -242,9 +243,9 @@ impl<W: locks::Waiter> Context<W> {
         // SAFETY: the owner cannot return before this signal, so the context is live; the
         // waiter's `signal` copes with it vanishing right after.
         unsafe {
-            match &(*this).party {
-                Party::Thread(w) => W::signal(w),
-                Party::Task(_) => unreachable!("a task is woken through its waker"),
+            match &(*this).kind {
+                PartyKind::Thread(w) => W::signal(w),
+                PartyKind::Task(_) => unreachable!("a task is woken through its waker"),
             }
         }
     }
@@ -257,25 +258,41 @@ impl<W: locks::Waiter> Context<W> {
     #[inline]
     unsafe fn claimed(this: *const Self) -> Wake<W> {
         // SAFETY: a claimed context stays alive until signalled.
-        match unsafe { &(*this).party } {
-            Party::Thread(_) => Wake(Signal::Thread(this)),
+        match unsafe { &(*this).kind } {
+            PartyKind::Thread(_) => Wake(Signal::Thread(this)),
             // SAFETY: we hold the lock, and won the select word: the waker slot is ours (and
             // taken through the raw pointer, as in `swap_waker`).
-            Party::Task(t) => Wake(Signal::Task(unsafe { replace_raw(t.waker.get(), None) }, t)),
+            PartyKind::Task(t) => {
+                Wake(Signal::Task(unsafe { replace_raw(t.waker.get(), None) }, t))
+            }
         }
     }
 }
 
+/// Where an async operation stands: a channel's send or receive future (`chan/future.rs`,
+/// and the streams and sinks that reuse one), or an alt's (`alt/future.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// Not queued: the next poll tries the operation (a send future's value is in its
+    /// `value`).
+    Idle,
+    /// The wait is set up and its nodes queued: a future's one node on its channel, an alt's
+    /// one per arm.
+    Queued,
+    /// Finished; polling again panics (a stream or sink goes back to `Idle` instead).
+    Done,
+}
+
 /// Unwinding protection for a blocked owner: while armed, dropping it (because the waiter
-/// panicked) withdraws the wait with [`Context::abandon`] and then runs `unlink`, which takes
+/// panicked) withdraws the wait with [`Party::abandon`] and then runs `unlink`, which takes
 /// the channel locks and removes the owner's nodes. Disarmed on every normal return.
 pub(crate) struct Abandon<'c, W: locks::Waiter, F: FnMut()> {
-    ctx: &'c Context<W>,
+    ctx: &'c Party<W>,
     unlink: F,
 }
 
 impl<'c, W: locks::Waiter, F: FnMut()> Abandon<'c, W, F> {
-    pub(crate) fn arm(ctx: &'c Context<W>, unlink: F) -> Self {
+    pub(crate) fn arm(ctx: &'c Party<W>, unlink: F) -> Self {
         Abandon { ctx, unlink }
     }
 
@@ -300,7 +317,7 @@ impl<W: locks::Waiter, F: FnMut()> Drop for Abandon<'_, W, F> {
 pub(crate) struct Wake<W: locks::Waiter>(Signal<W>);
 
 enum Signal<W> {
-    Thread(*const Context<W>),
+    Thread(*const Party<W>),
     /// A task's waker (moved out of its context at the claim) and its context's wait.
     Task(Option<Waker>, *const TaskWait),
 }
@@ -343,7 +360,7 @@ impl<W: locks::Waiter> Wake<W> {
         match self.0 {
             // SAFETY: `Wake`s are made only by claiming, which keeps the owner waiting (and
             // its context alive) until this signal; the caller has released the lock.
-            Signal::Thread(ctx) => unsafe { Context::signal(ctx) },
+            Signal::Thread(ctx) => unsafe { Party::signal(ctx) },
             Signal::Task(waker, tw) => {
                 // SAFETY: the task's future neither completes nor goes away before `done`
                 // (its drop waits for it), so the flag is live; once it is stored we touch
@@ -367,7 +384,7 @@ pub(crate) struct Node<T, W> {
     prev: Cell<*const Node<T, W>>,
     next: Cell<*const Node<T, W>>,
     linked: Cell<bool>,
-    ctx: Cell<*const Context<W>>,
+    ctx: Cell<*const Party<W>>,
     /// What a claimer stores in the context's `select`: the alt arm index.
     token: Cell<usize>,
     /// A sender's value, or where a receiver's value lands.
@@ -387,7 +404,7 @@ impl<T, W> Node<T, W> {
     }
 
     /// Points the node at its owner's context, before it is queued.
-    pub(crate) fn bind(&self, ctx: &Context<W>, token: usize) {
+    pub(crate) fn bind(&self, ctx: &Party<W>, token: usize) {
         self.ctx.set(ctx);
         self.token.set(token);
     }
@@ -502,7 +519,7 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
             let ctx = n.ctx.get();
             if unsafe { (*ctx).try_select(to) } {
                 // SAFETY: just claimed, under the lock.
-                return Some((n, unsafe { Context::claimed(ctx) }));
+                return Some((n, unsafe { Party::claimed(ctx) }));
             }
         }
         None

@@ -2,7 +2,7 @@
 //!
 //! The same protocol as the blocking wait (random poll order drawn before locking, channels
 //! locked in address order, first ready arm in poll order, else one node per arm queued in
-//! poll order), with a task [`Context`] in the pinned future instead of a thread's. The arms'
+//! poll order), with a task [`Party`] in the pinned future instead of a thread's. The arms'
 //! nodes live in the alt's boxed arms, as for a blocked thread, so a wait allocates nothing
 //! beyond what [`Alt::wait`] does (the scratch orders, kept between waits).
 //!
@@ -12,8 +12,8 @@
 //! to the front of the buffer), never into the arm's `Option`, where a later wait would
 //! drop it. Unsent values go back to their send arms' `Option`s, as after a timed-out wait.
 
-use super::{Alt, Fired, Held};
-use crate::waitq::{Context, Selected};
+use super::{complete_ready, dequeue_all, finish_arms, release_arms, Alt, Fired, Locks};
+use crate::waitq::{Party, Selected, Stage};
 use locks::{Adaptive, Strategy};
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -22,24 +22,17 @@ use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::task::{Context as TaskCx, Poll};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
-    Idle,
-    Queued,
-    Done,
-}
-
 /// The future of [`Alt::wait_async`]: the index of the arm that fired, as [`Alt::wait`]
 /// gives it.
 #[must_use = "futures do nothing unless polled"]
 pub struct AltFuture<'f, 'a, L: Strategy = Adaptive> {
     alt: &'f mut Alt<'a, L>,
     stage: Stage,
-    ctx: UnsafeCell<Context<L::Waiter>>,
+    ctx: UnsafeCell<Party<L::Waiter>>,
     /// `ctx`'s address, taken on the first poll (pinned by then) and used for every access:
     /// ours and the queue's pointers share one provenance, which a later poll's reborrow of
     /// the future cannot invalidate (see `Op::at` in `chan/future.rs`).
-    at: *const Context<L::Waiter>,
+    at: *const Party<L::Waiter>,
     _pin: PhantomPinned,
 }
 
@@ -82,7 +75,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
         AltFuture {
             alt: self,
             stage: Stage::Idle,
-            ctx: UnsafeCell::new(Context::task(None)),
+            ctx: UnsafeCell::new(Party::task(None)),
             at: std::ptr::null(),
             _pin: PhantomPinned,
         }
@@ -92,7 +85,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
 impl<L: Strategy> AltFuture<'_, '_, L> {
     /// The task context (after the first poll). Unbounded: it borrows nothing of `self`, so
     /// that the alt can be borrowed beside it.
-    fn ctx<'c>(&self) -> &'c Context<L::Waiter> {
+    fn ctx<'c>(&self) -> &'c Party<L::Waiter> {
         // SAFETY: `at` points at our pinned context, alive as long as the future, which every
         // caller outlives the returned reference within.
         unsafe { &*self.at }
@@ -114,16 +107,16 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 lock_order,
                 ..
             } = &mut *self.alt;
-            let mut held = Held::lock(arms, lock_order);
-            if let Some((fired, w)) = held.poll(poll_order) {
-                drop(held);
+            let mut locks = Locks::lock(arms, lock_order);
+            if let Some((fired, w)) = locks.poll(poll_order) {
+                drop(locks);
                 self.stage = Stage::Done;
-                Alt::complete_ready(&mut *arms[fired.index], w);
+                complete_ready(&mut *arms[fired.index], w);
                 return Poll::Ready(fired);
             }
             // SAFETY: no node of ours is queued: the waker slot is ours.
             if !installed && !unsafe { ctx.waker_will_wake(cx.waker()) } {
-                drop(held);
+                drop(locks);
                 let new = cx.waker().clone();
                 // SAFETY: as above.
                 drop(unsafe { ctx.swap_waker(Some(new)) });
@@ -131,13 +124,13 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 continue;
             }
             ctx.reset_task();
+            let (held_arms, held) = locks.arms();
             for &i in poll_order.iter() {
-                // SAFETY: every lock is held; the arms stay boxed in place, and the context
-                // pinned in this future, until the nodes are dequeued (on completion, or by
-                // the drop).
-                unsafe { held.arms[i].enqueue(ctx, i) };
+                // SAFETY: the arms stay boxed in place, and the context pinned in this
+                // future, until the nodes are dequeued (on completion, or by the drop).
+                unsafe { held_arms[i].enqueue(held, ctx, i) };
             }
-            drop(held);
+            drop(locks);
             self.stage = Stage::Queued;
             // Should this future be leaked, the alt withdraws the wait (`cancel_leaked`).
             self.alt.pending = self.at;
@@ -158,55 +151,46 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 let Alt {
                     arms, lock_order, ..
                 } = &mut *self.alt;
-                Alt::dequeue_all(arms, lock_order);
+                dequeue_all(arms, lock_order);
                 self.alt.pending = std::ptr::null();
                 self.stage = Stage::Done;
                 // Values to their places first (no user code), then count a receive arm's
                 // lent value received, then drop what the places held (user code: a panic
                 // there leaves every value delivered and counted).
-                Alt::finish_arms(&mut self.alt.arms);
+                finish_arms(&mut self.alt.arms);
                 if let Selected::Operation(index) = selected {
                     // A send arm's `lent_received` does nothing.
                     self.alt.arms[index].lent_received();
                 }
-                Alt::release_arms(&mut self.alt.arms);
-                return Poll::Ready(match selected {
-                    Selected::Operation(index) => Fired {
-                        index,
-                        closed: false,
-                    },
-                    Selected::Closed(index) => Fired {
-                        index,
-                        closed: true,
-                    },
-                    Selected::Waiting | Selected::Aborted => {
-                        unreachable!("only the drop aborts an async alt")
-                    }
-                });
+                release_arms(&mut self.alt.arms);
+                let fired = Fired::from_selected(selected);
+                return Poll::Ready(
+                    fired.unwrap_or_else(|| unreachable!("only the drop aborts an async alt")),
+                );
             }
             let Alt {
                 arms, lock_order, ..
             } = &mut *self.alt;
-            let held = Held::lock(arms, lock_order);
+            let locks = Locks::lock(arms, lock_order);
             if ctx.selected() != Selected::Waiting {
-                drop(held);
+                drop(locks);
                 continue;
             }
             // SAFETY: every lock of the alt is held.
             if unsafe { ctx.waker_will_wake(cx.waker()) } {
                 return Poll::Pending;
             }
-            drop(held);
+            drop(locks);
             let new = cx.waker().clone();
-            let held = Held::lock(arms, lock_order);
+            let locks = Locks::lock(arms, lock_order);
             if ctx.selected() != Selected::Waiting {
-                drop(held);
+                drop(locks);
                 drop(new);
                 continue;
             }
             // SAFETY: still waiting, with every lock held.
             let old = unsafe { ctx.swap_waker(Some(new)) };
-            drop(held);
+            drop(locks);
             drop(old);
             return Poll::Pending;
         }

@@ -3,7 +3,7 @@
 //! The first poll tries the operation as a blocking call would, with the same fast path (lock,
 //! push or pop, unlock); nothing else of the future is touched, so an operation that
 //! completes at once costs no more than `send`/`recv`. One that cannot complete writes its
-//! wait (a task [`Context`] holding the waker, and a [`Node`] bound to it) into the pinned
+//! wait (a task [`Party`] holding the waker, and a [`Node`] bound to it) into the pinned
 //! future (`PhantomPinned`) and queues the node exactly as a blocked thread does, so a wait
 //! allocates nothing. A partner (thread or task)
 //! claims the context with the same compare-and-swap of its `select` word under the channel
@@ -36,11 +36,10 @@
 //! executor's code) and replaced, on a poll with a waker that would not wake the stored one,
 //! under the lock of the channel the node is queued on.
 
-use super::{wake, Chan, Locked, Shared, State, CLOSED, LEN, RECEIVERS, SENDERS};
+use super::{wake, Chan, Locked, Shared};
 use crate::error::{RecvError, SendError};
-use crate::sync::Ordering::Relaxed;
-use crate::waitq::{Context, Node, Selected, Wake};
 use crate::waitq::{Defer, WakeOnDrop};
+use crate::waitq::{Node, Party, Selected, Stage};
 use crate::{Receiver, Sender};
 use locks::{Adaptive, Strategy, Waiter};
 use std::cell::{Cell, UnsafeCell};
@@ -52,50 +51,9 @@ use std::pin::Pin;
 use std::ptr;
 use std::task::{Context as TaskCx, Poll, Waker};
 
-impl<T, W: Waiter> State<T, W> {
-    /// Returns a value that a receive future had been handed but was dropped before it could
-    /// deliver it: to the first waiting receiver, else to the front of the buffer (whatever
-    /// the capacity, so nothing is lost and it is received next). No user code runs.
-    ///
-    /// The value is no longer lent; if it goes to another task, it is lent again. Afterwards,
-    /// if the channel is closed, call `Shared::settle_closed` with no lock held: receivers
-    /// that waited on this value may now have to see the close.
-    pub(crate) fn give_back(&mut self, v: T) -> Option<Wake<W>> {
-        self.lent = self.lent.wrapping_sub(1);
-        self.return_value(v)
-    }
-
-    /// Puts a received value back into the channel, as [`give_back`](Self::give_back) does
-    /// but for a value that was not lent (a receive unwinding from a partner's wake-up).
-    pub(crate) fn return_value(&mut self, v: T) -> Option<Wake<W>> {
-        if let Some((r, w)) = self.recvq.claim(false) {
-            // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
-            unsafe { r.put(v) };
-            self.lend(&w);
-            self.sync_flags();
-            return Some(w);
-        }
-        self.sync_flags();
-        self.buf.push_front(v);
-        None
-    }
-}
-
-/// Where an async operation stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
-    /// Not queued: the next poll tries the operation (a send future's value is in its
-    /// `value`).
-    Idle,
-    /// The wait is set up and its node queued on the channel.
-    Queued,
-    /// Finished; polling again panics (a stream goes back to `Idle` instead).
-    Done,
-}
-
 /// Which queue an operation's node goes on.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Dir {
+pub(super) enum Dir {
     Send,
     Recv,
 }
@@ -103,7 +61,7 @@ enum Dir {
 /// What a queued operation waits with: a task context and a node, which the channel's queue
 /// points at, hence pinned.
 struct Wait<T, W> {
-    ctx: Context<W>,
+    ctx: Party<W>,
     node: Node<T, W>,
 }
 
@@ -112,8 +70,8 @@ struct Wait<T, W> {
 /// for writing a context and a node it does not use). Touched only through `&self`
 /// (interior mutability), so that no `&mut` to the node or context is ever made while the
 /// queue holds pointers to them.
-struct Op<T, W> {
-    stage: Cell<Stage>,
+pub(super) struct Op<T, W> {
+    pub(super) stage: Cell<Stage>,
     /// Initialised exactly while `stage` is `Queued`.
     wait: UnsafeCell<MaybeUninit<Wait<T, W>>>,
     /// Where the wait was written, taken once when it is set up and used for every access
@@ -157,7 +115,7 @@ impl<T, W: Waiter> Op<T, W> {
         // through the raw pointer, with no `&mut` (see `at`).
         unsafe {
             at.write(Wait {
-                ctx: Context::task(Some(waker)),
+                ctx: Party::task(Some(waker)),
                 node: Node::new(slot),
             })
         };
@@ -305,7 +263,7 @@ impl<T, W: Waiter> Op<T, W> {
 
     /// Drop of an operation: nothing to do unless it is queued.
     #[inline]
-    fn cancel<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
+    pub(super) fn cancel<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
         if self.stage.get() == Stage::Queued {
             self.cancel_queued(sh, dir);
         }
@@ -392,7 +350,7 @@ impl<T, W: Waiter> Op<T, W> {
 
     /// Polls a send whose value, while `Idle`, is in `value`.
     #[inline(always)]
-    fn poll_send<L: Strategy<Waiter = W>>(
+    pub(super) fn poll_send<L: Strategy<Waiter = W>>(
         &self,
         sh: &Shared<T, L>,
         value: &UnsafeCell<MaybeUninit<T>>,
@@ -418,8 +376,7 @@ impl<T, W: Waiter> Op<T, W> {
         self.stage.set(Stage::Done);
         // A hint, read without the fence that makes it exact: a send that looks bound to
         // wait gets its waker before locking rather than lock twice.
-        let s = sh.summary.load(Relaxed);
-        if s & (CLOSED | RECEIVERS) == 0 && (s & LEN) as usize >= sh.cap {
+        if sh.summary_hint().send_would_wait(sh.cap) {
             return self.send_slow(sh, None, v, cx);
         }
         let mut st = sh.lock();
@@ -433,7 +390,7 @@ impl<T, W: Waiter> Op<T, W> {
     }
 
     #[inline(always)]
-    fn poll_recv<L: Strategy<Waiter = W>>(
+    pub(super) fn poll_recv<L: Strategy<Waiter = W>>(
         &self,
         sh: &Shared<T, L>,
         cx: &TaskCx<'_>,
@@ -451,7 +408,7 @@ impl<T, W: Waiter> Op<T, W> {
         }
         self.stage.set(Stage::Done);
         // As for a send: a receive that looks bound to wait gets its waker first.
-        if sh.summary.load(Relaxed) & (LEN | SENDERS | CLOSED) == 0 {
+        if sh.summary_hint().recv_would_wait() {
             return self.recv_slow(sh, None, cx);
         }
         let mut st = sh.lock();
@@ -727,21 +684,16 @@ impl<T, L: Strategy> Receiver<T, L> {
     }
 }
 
-#[cfg(feature = "sink")]
-pub use self::sink::SendSink;
-#[cfg(feature = "stream")]
-pub use self::stream::RecvStream;
-
 /// An [`Op`] on the heap, for the long-lived adapters (streams, sinks), which are `Unpin` so
 /// that `rx.stream().next().await` compiles as written: one allocation when the adapter is
 /// made, reused for every item. Held as a raw pointer, not a `Box`, so that moving the adapter
 /// asserts nothing about the memory the queue points into.
 #[cfg(any(feature = "stream", feature = "sink"))]
-struct HeapOp<T, W>(std::ptr::NonNull<Op<T, W>>);
+pub(super) struct HeapOp<T, W>(std::ptr::NonNull<Op<T, W>>);
 
 #[cfg(any(feature = "stream", feature = "sink"))]
 impl<T, W: Waiter> HeapOp<T, W> {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         HeapOp(std::ptr::NonNull::from(Box::leak(Box::new(Op::new()))))
     }
 }
@@ -767,242 +719,17 @@ impl<T, W> Drop for HeapOp<T, W> {
 /// A channel a stream or sink borrows, or owns (an endpoint's `Chan`, with its role, so that
 /// dropping it counts as dropping the endpoint).
 #[cfg(any(feature = "stream", feature = "sink"))]
-enum Handle<'a, T, L: Strategy> {
+pub(super) enum Handle<'a, T, L: Strategy> {
     Borrowed(&'a Chan<T, L>),
     Owned(Chan<T, L>),
 }
 
 #[cfg(any(feature = "stream", feature = "sink"))]
 impl<T, L: Strategy> Handle<'_, T, L> {
-    fn chan(&self) -> &Chan<T, L> {
+    pub(super) fn chan(&self) -> &Chan<T, L> {
         match self {
             Handle::Borrowed(c) => c,
             Handle::Owned(c) => c,
-        }
-    }
-}
-
-#[cfg(feature = "stream")]
-mod stream {
-    use super::*;
-
-    /// A channel's received values as a [`futures_core::Stream`] (feature `stream`), from
-    /// [`Receiver::stream`], [`Receiver::into_stream`] or [`Chan::stream`]. Ends when the
-    /// channel is closed and drained.
-    ///
-    /// It is `Unpin` (`rx.stream().next().await` works as written): its wait lives in one
-    /// heap allocation made with the stream and reused for every item. Dropping it mid-wait
-    /// follows [`RecvFuture`]'s rule.
-    ///
-    /// ```
-    /// use futures::StreamExt;
-    /// let (tx, rx) = chan::Chan::<u32>::new(4).split();
-    /// std::thread::spawn(move || (0..10).for_each(|i| tx.send(i).unwrap()));
-    /// let all = futures::executor::block_on(rx.into_stream().collect::<Vec<_>>());
-    /// assert_eq!(all, (0..10).collect::<Vec<_>>());
-    /// ```
-    #[must_use = "streams do nothing unless polled"]
-    pub struct RecvStream<'a, T, L: Strategy = Adaptive> {
-        chan: Handle<'a, T, L>,
-        op: HeapOp<T, L::Waiter>,
-    }
-
-    // SAFETY: as for `RecvFuture`.
-    unsafe impl<T: Send, L: Strategy> Send for RecvStream<'_, T, L> {}
-    // SAFETY: as for `RecvFuture`.
-    unsafe impl<T: Send, L: Strategy> Sync for RecvStream<'_, T, L> {}
-
-    impl<T, L: Strategy> futures_core::Stream for RecvStream<'_, T, L> {
-        type Item = T;
-        fn poll_next(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Option<T>> {
-            let this = self.into_ref().get_ref();
-            let got = this.op.poll_recv(&this.chan.chan().shared, cx);
-            if got.is_ready() {
-                // Ready for the next item (or to see the end again).
-                this.op.stage.set(Stage::Idle);
-            }
-            got.map(Result::ok)
-        }
-    }
-
-    impl<T, L: Strategy> Drop for RecvStream<'_, T, L> {
-        fn drop(&mut self) {
-            self.op.cancel(&self.chan.chan().shared, Dir::Recv);
-        }
-    }
-
-    impl<T, L: Strategy> fmt::Debug for RecvStream<'_, T, L> {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.debug_struct("RecvStream")
-                .field("chan", self.chan.chan())
-                .finish_non_exhaustive()
-        }
-    }
-
-    impl<T, L: Strategy> Chan<T, L> {
-        /// The received values as a [`futures_core::Stream`] (feature `stream`).
-        pub fn stream(&self) -> RecvStream<'_, T, L> {
-            RecvStream {
-                chan: Handle::Borrowed(self),
-                op: HeapOp::new(),
-            }
-        }
-    }
-
-    impl<T, L: Strategy> Receiver<T, L> {
-        /// The received values as a [`futures_core::Stream`] (feature `stream`).
-        pub fn stream(&self) -> RecvStream<'_, T, L> {
-            self.0.stream()
-        }
-
-        /// This receiver as a [`futures_core::Stream`] that owns it (feature `stream`).
-        pub fn into_stream(self) -> RecvStream<'static, T, L> {
-            RecvStream {
-                chan: Handle::Owned(self.0),
-                op: HeapOp::new(),
-            }
-        }
-    }
-}
-
-#[cfg(feature = "sink")]
-mod sink {
-    use super::*;
-
-    /// A channel's sending side as a [`futures_sink::Sink`] (feature `sink`), from
-    /// [`Sender::sink`], [`Sender::into_sink`] or [`Chan::sink`].
-    ///
-    /// `start_send` keeps the item; `poll_ready`, `poll_flush` and `poll_close` send it as
-    /// [`send_async`](Chan::send_async) would (so at most one item is in flight, and `Ready`
-    /// from `poll_flush` means the channel has it: buffered, or taken by a receiver). An
-    /// item the channel refuses because it is closed comes back in the error. `poll_close`
-    /// only flushes: the channel closes when its last sender goes, or on
-    /// [`close`](Chan::close).
-    ///
-    /// It is `Unpin` (`tx.sink().send(v).await` works as written): its wait lives in one heap
-    /// allocation made with the sink. Dropping it mid-send drops the item unless it was
-    /// sent, as for [`SendFuture`].
-    ///
-    /// ```
-    /// use futures::{SinkExt, StreamExt};
-    /// let (tx, rx) = chan::Chan::<u32>::new(2).split();
-    /// let receiver = std::thread::spawn(move || rx.iter().sum::<u32>());
-    /// futures::executor::block_on(async move {
-    ///     let mut sink = std::pin::pin!(tx.into_sink());
-    ///     sink.send_all(&mut futures::stream::iter(1..=10).map(Ok)).await.unwrap();
-    /// }); // the sink, the last sender, is dropped: the channel closes
-    /// assert_eq!(receiver.join().unwrap(), 55);
-    /// ```
-    #[must_use = "sinks do nothing unless polled"]
-    pub struct SendSink<'a, T, L: Strategy = Adaptive> {
-        chan: Handle<'a, T, L>,
-        op: HeapOp<T, L::Waiter>,
-        /// Whether an item is in flight: in `value` while the operation is `Idle`, in the
-        /// node while it is `Queued`.
-        pending: Cell<bool>,
-        value: UnsafeCell<MaybeUninit<T>>,
-    }
-
-    // SAFETY: as for `SendFuture`.
-    unsafe impl<T: Send, L: Strategy> Send for SendSink<'_, T, L> {}
-    // SAFETY: as for `SendFuture`.
-    unsafe impl<T: Send, L: Strategy> Sync for SendSink<'_, T, L> {}
-
-    impl<T, L: Strategy> SendSink<'_, T, L> {
-        fn new(chan: Handle<'_, T, L>) -> SendSink<'_, T, L> {
-            SendSink {
-                chan,
-                op: HeapOp::new(),
-                pending: Cell::new(false),
-                value: UnsafeCell::new(MaybeUninit::uninit()),
-            }
-        }
-
-        /// Sends the item in flight, if any.
-        fn flush(&self, cx: &TaskCx<'_>) -> Poll<Result<(), SendError<T>>> {
-            if !self.pending.get() {
-                return Poll::Ready(Ok(()));
-            }
-            let done = self.op.poll_send(&self.chan.chan().shared, &self.value, cx);
-            if done.is_ready() {
-                // Sent or refused (the value is in the error): nothing in flight, and the
-                // operation ready for the next item.
-                self.pending.set(false);
-                self.op.stage.set(Stage::Idle);
-            }
-            done
-        }
-    }
-
-    impl<T, L: Strategy> futures_sink::Sink<T> for SendSink<'_, T, L> {
-        type Error = SendError<T>;
-
-        fn poll_ready(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Result<(), Self::Error>> {
-            self.into_ref().get_ref().flush(cx)
-        }
-
-        /// # Panics
-        /// If an item is still in flight (`poll_ready` did not return `Ready(Ok(()))`).
-        fn start_send(self: Pin<&mut Self>, item: T) -> Result<(), Self::Error> {
-            let this = self.into_ref().get_ref();
-            assert!(
-                !this.pending.get(),
-                "SendSink::start_send with an item in flight: call poll_ready first"
-            );
-            // SAFETY: nothing in flight, so `Idle` and `value` empty: ours to fill.
-            unsafe { (*this.value.get()).write(item) };
-            this.pending.set(true);
-            Ok(())
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Result<(), Self::Error>> {
-            self.into_ref().get_ref().flush(cx)
-        }
-
-        fn poll_close(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Result<(), Self::Error>> {
-            self.into_ref().get_ref().flush(cx)
-        }
-    }
-
-    impl<T, L: Strategy> Drop for SendSink<'_, T, L> {
-        fn drop(&mut self) {
-            if !self.pending.get() {
-                return;
-            }
-            match self.op.stage.get() {
-                // SAFETY: in flight and `Idle`: the value is in `value`, dropped once here.
-                Stage::Idle => unsafe { self.value.get_mut().assume_init_drop() },
-                _ => self.op.cancel(&self.chan.chan().shared, Dir::Send),
-            }
-        }
-    }
-
-    impl<T, L: Strategy> fmt::Debug for SendSink<'_, T, L> {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.debug_struct("SendSink")
-                .field("chan", self.chan.chan())
-                .field("pending", &self.pending.get())
-                .finish_non_exhaustive()
-        }
-    }
-
-    impl<T, L: Strategy> Chan<T, L> {
-        /// This channel's sending side as a [`futures_sink::Sink`] (feature `sink`).
-        pub fn sink(&self) -> SendSink<'_, T, L> {
-            SendSink::new(Handle::Borrowed(self))
-        }
-    }
-
-    impl<T, L: Strategy> Sender<T, L> {
-        /// This sender as a [`futures_sink::Sink`] (feature `sink`).
-        pub fn sink(&self) -> SendSink<'_, T, L> {
-            self.0.sink()
-        }
-
-        /// This sender as a [`futures_sink::Sink`] that owns it (feature `sink`): dropping
-        /// the sink drops the sender.
-        pub fn into_sink(self) -> SendSink<'static, T, L> {
-            SendSink::new(Handle::Owned(self.0))
         }
     }
 }

@@ -1,0 +1,69 @@
+//! The locks of an alt's channels ([`Locks`]), and the proof that they are held ([`Held`]).
+//!
+//! An arm reaches its channel's state only through a `&mut Held`, which only [`Locks::lock`]
+//! makes, once it has taken every lock, and which lives in the guard that releases them. So
+//! the arms' methods that need a lock are safe functions taking the proof; the `unsafe` is
+//! here, where the locks are taken and released, and in the one step from the proof to a
+//! channel's state (`Port::state`).
+
+use super::ArmPtr;
+use locks::Strategy;
+use std::marker::PhantomData;
+
+/// Proof that every lock of an alt's channels is held.
+///
+/// Made only by [`Locks::lock`], kept in the guard (whose drop releases the locks, and out of
+/// which nothing can be moved), and lent from there: a mutable borrow of it is what an arm
+/// needs to borrow its channel's state, one state at a time (two arms may share a channel).
+pub(super) struct Held(());
+
+/// The locks of an alt's channels, taken in lock order; releasing them (publishing each
+/// channel's summary first) happens on drop, so a panic cannot leave one held.
+pub(super) struct Locks<'g, 'a, L: Strategy, A: ArmPtr<'a, L>> {
+    arms: &'g mut [A],
+    lock_order: &'g [usize],
+    /// How many of `lock_order` are held (all of them, unless a lock unwound midway).
+    taken: usize,
+    /// Lent out only once every lock is taken (`lock` returns the guard only then).
+    held: Held,
+    /// The arms' lifetime and strategy, which `A` names.
+    _arms: PhantomData<(&'a (), L)>,
+}
+
+impl<'g, 'a, L: Strategy, A: ArmPtr<'a, L>> Locks<'g, 'a, L, A> {
+    /// Takes the lock of every arm's channel: `lock_order` holds one arm per distinct lock,
+    /// in the order every alt takes them.
+    pub(super) fn lock(arms: &'g mut [A], lock_order: &'g [usize]) -> Self {
+        let mut locks = Locks {
+            arms,
+            lock_order,
+            taken: 0,
+            held: Held(()),
+            _arms: PhantomData,
+        };
+        for &i in lock_order {
+            locks.arms[i].lock().lock();
+            locks.taken += 1;
+        }
+        locks
+    }
+
+    /// The arms, and the proof that their channels' locks are held.
+    pub(super) fn arms(&mut self) -> (&mut [A], &mut Held) {
+        (&mut *self.arms, &mut self.held)
+    }
+}
+
+impl<'a, L: Strategy, A: ArmPtr<'a, L>> Drop for Locks<'_, 'a, L, A> {
+    fn drop(&mut self) {
+        if self.taken == self.lock_order.len() {
+            for arm in self.arms.iter() {
+                arm.publish(&mut self.held);
+            }
+        }
+        for &i in self.lock_order[..self.taken].iter().rev() {
+            // SAFETY: taken by `lock`.
+            unsafe { self.arms[i].lock().unlock() };
+        }
+    }
+}

@@ -1,0 +1,789 @@
+//! The channel's state behind its lock: the buffer and the queues of blocked parties
+//! ([`State`]), the lock that guards them ([`Locked`], [`LockRef`]), and what lock-free readers
+//! may know of them ([`Summary`]). [`Chan`](super::Chan) is the handle over it.
+
+use crate::ring::Ring;
+use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering::*};
+use crate::waitq::{Node, WaitQueue, Wake};
+use locks::Strategy;
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+/// What a lock-free reader may know, published at every unlock: how many values are
+/// buffered, whether senders or receivers are queued, whether the channel is closed.
+///
+/// Readers (`nbsend`/`nbrecv` failing fast, `len`, `is_closed`, `closing`) issue a SeqCst
+/// fence before loading it ([`Shared::summary`]). Without the fence a thread's earlier
+/// operation on another channel need not be ordered before the load, and two threads could
+/// each miss the other's send (`a.send(1); b.nbrecv()` against `b.send(1); a.nbrecv()`, both
+/// `Empty`: store buffering). With a fence before every such load, two fences order the two
+/// threads, so one of them sees the other's value (C++20 [atomics.fences]; `tests/litmus.rs`
+/// checks it natively and under Miri, `tests/loom.rs` exhaustively). The fence costs the
+/// readers; the writers keep a plain Release store, on a cache line the lock has just written
+/// anyway.
+///
+/// The word is `buf.len()` with the flags [`SENDERS`], [`RECEIVERS`] and [`CLOSED`] in the
+/// top bits, so that no backlog an unbounded channel can hold in memory reaches them: the
+/// count needs no clamping on the hot path.
+#[derive(Clone, Copy)]
+pub(crate) struct Summary(u64);
+
+/// The summary's count of buffered values.
+const LEN: u64 = (1 << 61) - 1;
+/// Senders are queued (and so the buffer is full).
+const SENDERS: u64 = 1 << 61;
+/// Receivers are queued (and so the buffer is empty).
+const RECEIVERS: u64 = 1 << 62;
+/// The channel is closed.
+const CLOSED: u64 = 1 << 63;
+
+impl Summary {
+    /// How many values are buffered.
+    #[inline]
+    pub(crate) fn len(self) -> usize {
+        (self.0 & LEN) as usize
+    }
+
+    /// Whether the channel is closed.
+    #[inline]
+    pub(crate) fn closed(self) -> bool {
+        self.0 & CLOSED != 0
+    }
+
+    /// Whether a send on a channel of capacity `cap` would have to wait: open, no receiver
+    /// queued, and the buffer full. `nbsend` then fails at once, without the lock.
+    #[inline]
+    pub(crate) fn send_would_wait(self, cap: usize) -> bool {
+        self.0 & (CLOSED | RECEIVERS) == 0 && (self.0 & LEN) as usize >= cap
+    }
+
+    /// Whether a receive would have to wait: nothing buffered, no sender queued, and open.
+    /// `nbrecv` then fails at once, without the lock.
+    #[inline]
+    pub(crate) fn recv_would_wait(self) -> bool {
+        self.0 & (LEN | SENDERS | CLOSED) == 0
+    }
+}
+
+/// Buffer slots allocated up front (at most): a bounded channel's sends then rarely allocate
+/// under the lock, and an unbounded channel shrinks back to this once drained.
+const RESERVE: usize = 1024;
+
+// `repr(C)`: the fields every operation touches come first, in the order it touches them, so
+// that the lock word, the summary and the buffer's bookkeeping share the first cache line of
+// the allocation instead of adding lines that bounce between a sender's and a receiver's CPU.
+#[repr(C)]
+pub(crate) struct Shared<T, L: Strategy> {
+    lock: LockRef<L>,
+    /// The [`Summary`] as of the last unlock: lets `nbsend`/`nbrecv` fail and
+    /// `len`/`is_closed` answer without taking the lock.
+    summary: AtomicU64,
+    pub(super) cap: usize,
+    state: UnsafeCell<State<T, L::Waiter>>,
+    /// Live handles that can send (`Chan`s and `Sender`s) and receive (`Chan`s and
+    /// `Receiver`s). When either count reaches zero the channel closes.
+    pub(super) senders: AtomicUsize,
+    pub(super) receivers: AtomicUsize,
+    /// How many values lent to receive futures have come back out of their nodes (received
+    /// by the future, without the lock); with `State::lent` it tells whether a value handed
+    /// to a task may still be given back.
+    returned: AtomicU64,
+    /// This channel's creation number, its place in alt's lock order under loom (see
+    /// `Shared::lock_key`).
+    #[cfg(loom)]
+    seq: usize,
+}
+
+// SAFETY: `state` is only touched while holding `lock`; the raw node pointers in it belong to
+// blocked threads that keep the nodes alive while they are linked. Values of `T` move between
+// threads, hence `T: Send`.
+unsafe impl<T: Send, L: Strategy> Send for Shared<T, L> {}
+// SAFETY: as above: all shared mutable state sits behind the lock.
+unsafe impl<T: Send, L: Strategy> Sync for Shared<T, L> {}
+
+impl<T, L: Strategy> Shared<T, L> {
+    /// A channel buffering `nbuf` values (`usize::MAX`: unbounded), guarded by `lock`, with
+    /// one handle of each side.
+    pub(super) fn new(nbuf: usize, lock: LockRef<L>) -> Self {
+        Shared {
+            lock,
+            state: UnsafeCell::new(State {
+                // Reserve up front (bounded, so that a huge capacity costs nothing until
+                // used): a send should not allocate while holding the lock.
+                buf: Ring::with_capacity(nbuf.min(RESERVE)),
+                cap: nbuf,
+                flags: 0,
+                sendq: WaitQueue::new(),
+                recvq: WaitQueue::new(),
+                lent: 0,
+            }),
+            summary: AtomicU64::new(0),
+            cap: nbuf,
+            senders: AtomicUsize::new(1),
+            receivers: AtomicUsize::new(1),
+            returned: AtomicU64::new(0),
+            #[cfg(loom)]
+            seq: {
+                static NEXT: std::sync::atomic::AtomicUsize =
+                    std::sync::atomic::AtomicUsize::new(0);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
+        }
+    }
+
+    /// Drops what is buffered, outside the lock (the last receiver has gone, so nothing can
+    /// receive it); a panicking `Drop` is handled as in the channel's own drop.
+    pub(super) fn discard_buffered(&self) {
+        let buf = std::mem::take(&mut self.lock().buf);
+        drop_each(buf);
+    }
+}
+
+/// A channel's own lock, or one shared by many channels (Plan 9's single `chanlock`).
+#[cfg_attr(loom, allow(dead_code))] // loom builds have no global lock
+pub(crate) enum LockRef<L: 'static> {
+    Own(L),
+    Shared(&'static L),
+}
+
+impl<L> LockRef<L> {
+    #[inline]
+    pub(crate) fn get(&self) -> &L {
+        match self {
+            LockRef::Own(l) => l,
+            LockRef::Shared(l) => l,
+        }
+    }
+}
+
+/// The buffer and the queues of blocked parties. The queues are private: every change to them
+/// goes through a method here that also brings `flags` up to date.
+#[repr(C)] // hot fields first, after `Shared`'s: see there
+pub(crate) struct State<T, W> {
+    buf: Ring<T>,
+    /// The summary's `SENDERS`, `RECEIVERS` and `CLOSED` bits, kept current by every method
+    /// that changes the queues or closes, so that publishing is an OR rather than three tests.
+    flags: u64,
+    recvq: WaitQueue<T, W>,
+    sendq: WaitQueue<T, W>,
+    cap: usize,
+    /// Values handed to waiting receive futures (tasks), counted at the claim and counted
+    /// back when one is given back; `Shared::returned` counts those received. A value still
+    /// lent is still in the channel: a dropped future gives it back, so until it is received
+    /// a closed channel does not read "drained" (see [`Locked::recv_closed`]).
+    lent: u64,
+}
+
+/// Signals a claimed waiter, if any; call with no channel lock held.
+#[inline]
+pub(crate) fn wake<W: locks::Waiter>(w: Option<Wake<W>>) {
+    if let Some(w) = w {
+        w.wake();
+    }
+}
+
+impl<T, W: locks::Waiter> State<T, W> {
+    /// Counts a value just put into a claimed receiver's node, if that receiver is a task
+    /// (whose future may yet give it back); a thread always takes what it is handed.
+    #[inline]
+    pub(crate) fn lend(&mut self, w: &Wake<W>) {
+        if w.is_task() {
+            self.lent = self.lent.wrapping_add(1);
+        }
+    }
+
+    /// Recomputes the queue bits of `flags` after a queue changed.
+    fn sync_flags(&mut self) {
+        let mut f = self.flags & CLOSED;
+        if !self.sendq.is_empty() {
+            f |= SENDERS;
+        }
+        if !self.recvq.is_empty() {
+            f |= RECEIVERS;
+        }
+        self.flags = f;
+    }
+
+    #[inline]
+    pub(crate) fn is_closed(&self) -> bool {
+        self.flags & CLOSED != 0
+    }
+
+    /// Completes a send now if it can: straight into a waiting receiver, else into the buffer.
+    // Always: `send_locked` must keep it inline although the cold `send_after_watching` calls
+    // it too (outlined, it cost the blocking path some 20 instructions per message).
+    #[inline(always)]
+    pub(crate) fn try_send(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
+        if self.flags & RECEIVERS != 0 {
+            return self.send_to_receiver(v);
+        }
+        self.buffer(v).map(|()| None)
+    }
+
+    /// Appends `v` to the buffer if there is room.
+    #[inline]
+    fn buffer(&mut self, v: T) -> Result<(), T> {
+        if self.buf.len() < self.cap {
+            self.buf.push(v);
+            return Ok(());
+        }
+        Err(v)
+    }
+
+    /// Hands `v` to the first waiting receiver, or buffers it if every queued one turns out
+    /// to have given up. (Inlined: its callers are already off the common path, which
+    /// `Chan::send_impl` takes through `buffer_plainly`.)
+    #[inline]
+    fn send_to_receiver(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
+        match self.recvq.claim(false) {
+            Some((r, w)) => {
+                // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
+                unsafe { r.put(v) };
+                self.lend(&w);
+                self.sync_flags();
+                Ok(Some(w))
+            }
+            None => {
+                self.sync_flags();
+                self.buffer(v).map(|()| None)
+            }
+        }
+    }
+
+    /// Completes a receive now if it can: from the buffer (refilling it from the first waiting
+    /// sender, as Plan 9 does), else straight from a waiting sender.
+    #[inline]
+    pub(crate) fn try_recv(&mut self) -> Option<(T, Option<Wake<W>>)> {
+        if self.flags & SENDERS != 0 {
+            return self.recv_with_senders();
+        }
+        self.take_buffered().map(|v| (v, None))
+    }
+
+    /// The common send, which `Chan::send_impl` tries before anything else: open, nobody
+    /// waiting (no flags: a queued sender implies a full buffer), room within the capacity
+    /// and within the ring's memory. Short enough to compile to a path that keeps to
+    /// registers.
+    #[inline]
+    pub(super) fn buffer_plainly(&mut self, v: T) -> Result<(), T> {
+        if self.flags == 0 && self.buf.len() < self.cap && !self.buf.is_full() {
+            self.buf.push(v);
+            return Ok(());
+        }
+        Err(v)
+    }
+
+    /// The common receive: a value buffered and no sender queued (which would mean a full
+    /// buffer to refill).
+    #[inline]
+    pub(super) fn take_buffered(&mut self) -> Option<T> {
+        if self.flags & SENDERS != 0 {
+            return None;
+        }
+        let v = self.buf.pop()?;
+        if self.buf.is_empty() && self.buf.capacity() > RESERVE {
+            // Drained: a backlog's memory goes back.
+            self.give_back_memory();
+        }
+        Some(v)
+    }
+
+    /// A receive while senders are queued, which means the buffer is full (or there is
+    /// none).
+    #[inline]
+    fn recv_with_senders(&mut self) -> Option<(T, Option<Wake<W>>)> {
+        match self.buf.pop() {
+            Some(v) => Some((v, self.refill())),
+            None => self.take_from_sender(),
+        }
+    }
+
+    /// A backlog has drained: give its memory back, keeping [`RESERVE`] slots.
+    #[cold]
+    #[inline(never)] // keeps the allocator's code out of the receive path
+    fn give_back_memory(&mut self) {
+        self.buf.shrink_to(RESERVE);
+    }
+
+    /// Moves the first waiting sender's value into the slot a receive just freed.
+    fn refill(&mut self) -> Option<Wake<W>> {
+        if self.buf.len() >= self.cap {
+            // Over capacity: a value given back by a dropped receive future (`future.rs`).
+            return None;
+        }
+        let claimed = self.sendq.claim(false).map(|(s, w)| {
+            // SAFETY: we claimed `s` under the lock, so its slot is ours.
+            if let Some(v) = unsafe { s.take() } {
+                self.buf.push(v);
+            }
+            w
+        });
+        self.sync_flags();
+        claimed
+    }
+
+    /// Takes the first waiting sender's value (a rendezvous).
+    fn take_from_sender(&mut self) -> Option<(T, Option<Wake<W>>)> {
+        // SAFETY: we claim `s` under the lock, so its slot is ours.
+        let claimed = self
+            .sendq
+            .claim(false)
+            .map(|(s, w)| (unsafe { s.take() }, w));
+        self.sync_flags();
+        match claimed? {
+            (Some(v), w) => Some((v, Some(w))),
+            // A queued sender always holds its value; an empty one would be a bug, answered
+            // without a panic.
+            (None, w) => {
+                w.wake();
+                None
+            }
+        }
+    }
+
+    /// Whether a party about to queue (`side`: `SENDERS` or `RECEIVERS`) will be served by
+    /// the very next operation of a partner, and should wait as [`Strategy::first_waiter`]
+    /// (which may spin). Only on a channel of at most one buffer: with more, a party woken
+    /// at once would trade values one at a time with its partner, where a little lateness
+    /// lets the buffer fill or drain and the two sides work in batches (two CPUs, O=10 M=1:
+    /// 209 ns per message spinning, 97 not).
+    ///
+    /// [`Strategy::first_waiter`]: locks::Strategy::first_waiter
+    fn first_in_line(&self, side: u64) -> bool {
+        self.flags & side == 0 && self.cap <= 1
+    }
+
+    /// Queues a blocked sender's node.
+    ///
+    /// # Safety
+    /// As for [`WaitQueue::push`].
+    pub(crate) unsafe fn queue_sender(&mut self, node: &Node<T, W>) {
+        // SAFETY: forwarded.
+        unsafe { self.sendq.push(node) };
+        self.flags |= SENDERS;
+    }
+
+    /// Queues a blocked receiver's node.
+    ///
+    /// # Safety
+    /// As for [`WaitQueue::push`].
+    pub(crate) unsafe fn queue_receiver(&mut self, node: &Node<T, W>) {
+        // SAFETY: forwarded.
+        unsafe { self.recvq.push(node) };
+        self.flags |= RECEIVERS;
+    }
+
+    /// Unlinks a sender's node if it is still queued.
+    pub(crate) fn unqueue_sender(&mut self, node: &Node<T, W>) {
+        self.sendq.remove(node);
+        self.sync_flags();
+    }
+
+    /// Unlinks a receiver's node if it is still queued.
+    pub(crate) fn unqueue_receiver(&mut self, node: &Node<T, W>) {
+        self.recvq.remove(node);
+        self.sync_flags();
+    }
+
+    /// Marks the channel closed and claims one blocked party, receivers first, to be woken
+    /// with [`Selected::Closed`](crate::waitq::Selected::Closed); `None` once none is left.
+    /// Receivers stay queued while `keep_receivers` (a lent value may still come back to
+    /// them).
+    pub(crate) fn close_one(&mut self, keep_receivers: bool) -> Option<Wake<W>> {
+        self.flags |= CLOSED;
+        let receiver = match keep_receivers {
+            true => None,
+            false => self.recvq.claim(true),
+        };
+        let claimed = match receiver {
+            Some((_, w)) => Some(w),
+            None => self.sendq.claim(true).map(|(_, w)| w),
+        };
+        self.sync_flags();
+        claimed
+    }
+
+    /// Whether a send could complete now (for alt's poll).
+    pub(crate) fn can_send(&mut self) -> bool {
+        self.buf.len() < self.cap || {
+            let waiting = self.recvq.has_waiting();
+            self.sync_flags();
+            waiting
+        }
+    }
+
+    /// Whether a receive could complete now (for alt's poll).
+    pub(crate) fn can_recv(&mut self) -> bool {
+        !self.buf.is_empty() || {
+            let waiting = self.sendq.has_waiting();
+            self.sync_flags();
+            waiting
+        }
+    }
+
+    #[inline]
+    fn summary(&self) -> u64 {
+        self.buf.len() as u64 | self.flags
+    }
+}
+
+impl<T, W: locks::Waiter> State<T, W> {
+    /// Returns a value that a receive future had been handed but was dropped before it could
+    /// deliver it: to the first waiting receiver, else to the front of the buffer (whatever
+    /// the capacity, so nothing is lost and it is received next). No user code runs.
+    ///
+    /// The value is no longer lent; if it goes to another task, it is lent again. Afterwards,
+    /// if the channel is closed, call `Shared::settle_closed` with no lock held: receivers
+    /// that waited on this value may now have to see the close.
+    pub(crate) fn give_back(&mut self, v: T) -> Option<Wake<W>> {
+        self.lent = self.lent.wrapping_sub(1);
+        self.return_value(v)
+    }
+
+    /// Puts a received value back into the channel, as [`give_back`](Self::give_back) does
+    /// but for a value that was not lent (a receive unwinding from a partner's wake-up).
+    pub(crate) fn return_value(&mut self, v: T) -> Option<Wake<W>> {
+        if let Some((r, w)) = self.recvq.claim(false) {
+            // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
+            unsafe { r.put(v) };
+            self.lend(&w);
+            self.sync_flags();
+            return Some(w);
+        }
+        self.sync_flags();
+        self.buf.push_front(v);
+        None
+    }
+}
+
+impl<T, W> Drop for State<T, W> {
+    /// Drops what is still buffered one value at a time, so that a `Drop` that panics does
+    /// not abort the process by panicking again inside the buffer's own drop: every value is
+    /// dropped once, then the first panic goes on from the drop of the last handle (a later
+    /// one is discarded). If the last handle is itself dropped while unwinding, a panicking
+    /// value aborts, as any panic during unwinding does.
+    fn drop(&mut self) {
+        drop_each(std::mem::take(&mut self.buf));
+    }
+}
+
+/// Drops every value, each on its own, so that one panicking `Drop` neither leaks the rest
+/// nor aborts the process by panicking again inside the ring's drop; the first panic then
+/// goes on (later ones are discarded).
+fn drop_each<T>(mut buf: Ring<T>) {
+    if !std::mem::needs_drop::<T>() {
+        return;
+    }
+    let mut first = None;
+    while let Some(v) = buf.pop() {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| drop(v))) {
+            first.get_or_insert(p);
+        }
+    }
+    if let Some(p) = first {
+        resume_unwind(p);
+    }
+}
+
+/// The channel's state, locked; unlocks (publishing the summary first) when dropped.
+pub(crate) struct Locked<'a, T, L: Strategy> {
+    shared: &'a Shared<T, L>,
+    /// `shared.lock` resolved once (it may be the global lock).
+    lock: &'a L,
+}
+
+impl<T, L: Strategy> Shared<T, L> {
+    #[inline]
+    pub(crate) fn lock(&self) -> Locked<'_, T, L> {
+        let lock = self.lock.get();
+        lock.lock();
+        Locked { shared: self, lock }
+    }
+
+    /// Where this channel's lock comes in alt's lock order: its address, so that channels
+    /// sharing Plan 9's global lock take it once; under loom the channel's creation number,
+    /// the same in every modelled execution (loom has no global lock).
+    #[inline]
+    pub(crate) fn lock_key(&self) -> usize {
+        #[cfg(loom)]
+        return self.seq;
+        #[cfg(not(loom))]
+        return self.lock.get() as *const L as usize;
+    }
+
+    /// The lock, for alt to order and take several channels' locks itself.
+    pub(crate) fn raw_lock(&self) -> &L {
+        self.lock.get()
+    }
+
+    /// The state of a channel whose lock the caller already holds (alt).
+    ///
+    /// # Safety
+    /// The caller must hold `raw_lock()` and have no other reference to the state.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn state_locked(&self) -> &mut State<T, L::Waiter> {
+        // SAFETY: per the contract, the lock gives exclusive access.
+        unsafe { &mut *self.state.get() }
+    }
+
+    /// Publishes the summary; call before releasing a lock taken through `raw_lock`.
+    #[inline]
+    pub(crate) fn publish(&self, st: &State<T, L::Waiter>) {
+        self.summary.store(st.summary(), Release);
+    }
+
+    /// The summary as of the last unlock, ordered after everything this thread did before
+    /// (see [`Summary`] for why the fence).
+    #[inline]
+    pub(crate) fn summary(&self) -> Summary {
+        fence(SeqCst);
+        Summary(self.summary.load(Acquire))
+    }
+
+    /// The summary as a hint: loaded without the fence that makes it exact, for an operation
+    /// that only chooses how to start with it (an async one that looks bound to wait gets its
+    /// waker before locking).
+    #[inline]
+    pub(crate) fn summary_hint(&self) -> Summary {
+        Summary(self.summary.load(Relaxed))
+    }
+
+    /// Hands a received value `v` to its receiver after waking `w`, the sender the receive
+    /// claimed (whose value it took, or who refilled the slot it freed). The wake-up is user
+    /// code: if it panics, `v` goes back to the channel (to a waiting receiver, else to the
+    /// front of the buffer) before the panic goes on, so a value whose send returned `Ok` is
+    /// not lost with the unwinding receive.
+    #[inline]
+    pub(crate) fn deliver(&self, v: T, w: Option<Wake<L::Waiter>>) -> T {
+        match w {
+            None => v,
+            Some(w) => self.deliver_after_wake(v, w),
+        }
+    }
+
+    #[inline(never)]
+    fn deliver_after_wake(&self, v: T, w: Wake<L::Waiter>) -> T {
+        match catch_unwind(AssertUnwindSafe(|| w.wake())) {
+            Ok(()) => v,
+            Err(p) => {
+                self.put_back(v, false);
+                resume_unwind(p)
+            }
+        }
+    }
+
+    /// Puts a value that a receive had taken back into the channel, for a receive unwinding
+    /// from user code: `lent` if it had been lent to a receive future and not yet counted
+    /// received. Wakes a receiver it goes to (a second panic there would abort: the first
+    /// goes on either way).
+    #[cold]
+    pub(crate) fn put_back(&self, v: T, lent: bool) {
+        let mut st = self.lock();
+        let w = match lent {
+            true => st.give_back(v),
+            false => st.return_value(v),
+        };
+        drop(st);
+        wake(w);
+    }
+
+    /// Marks the channel closed (if it was not) and wakes every blocked party that the close
+    /// ends: senders, and receivers unless a lent value may still come back to them. One
+    /// claim per lock hold, woken outside it: nobody new can queue once the channel is
+    /// marked closed. Wakers are user code: one that panics does not stop the rest, and the
+    /// first panic goes on once all are woken.
+    pub(crate) fn release_closed<'a>(&'a self, mut st: Locked<'a, T, L>) {
+        let mut panic = None;
+        let kept = loop {
+            let keep_receivers = st.lent_out();
+            let Some(claimed) = st.close_one(keep_receivers) else {
+                break keep_receivers && !st.recvq.is_empty();
+            };
+            drop(st);
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| claimed.wake())) {
+                panic.get_or_insert(p);
+            }
+            st = self.lock();
+        };
+        // Publishes the close.
+        drop(st);
+        if kept {
+            // Receivers stay queued for a lent value. Its future may have been counted back
+            // (`lent_received`) after we looked and before the close was published, and then
+            // not have seen the close: look again now that it is (the fence in `lent_out`
+            // pairs with the one in `lent_received`, so one of the two sees the other).
+            self.settle_closed();
+        }
+        if let Some(p) = panic {
+            resume_unwind(p);
+        }
+    }
+
+    /// A receive future took the value lent to it out of its node. If the channel is closed
+    /// and that was the last value lent, receivers kept waiting for it now see the close.
+    #[inline]
+    pub(crate) fn lent_received(&self) {
+        // SeqCst, and the fence in `summary`, pair with the fence in `Locked::lent_out`:
+        // either a receiver deciding whether to wait sees this return, or we see the close
+        // it saw and settle the waiters ourselves.
+        self.returned.fetch_add(1, SeqCst);
+        self.settle_if_closed();
+    }
+
+    /// [`settle_closed`](Self::settle_closed) if the channel is closed (a hint without the
+    /// lock; a close after it sees the lent count itself).
+    #[inline]
+    pub(crate) fn settle_if_closed(&self) {
+        if self.summary().closed() {
+            self.settle_closed();
+        }
+    }
+
+    /// After a lent value came back (received, or given back): if the channel is closed and
+    /// nothing is lent any more, wake the receivers that waited on it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn settle_closed(&self) {
+        let st = self.lock();
+        if st.is_closed() && !st.lent_out() {
+            self.release_closed(st);
+        }
+    }
+}
+
+impl<'a, T, L: Strategy> Locked<'a, T, L> {
+    /// Whether an operation about to queue should first watch for its chance
+    /// ([`Strategy::watch`]): on a buffered channel (a rendezvous has no slot to watch for; its
+    /// first waiter spins once queued instead), with a lock that watches.
+    #[inline]
+    pub(crate) fn watches(&self) -> bool {
+        self.cap > 0 && self.lock.watches()
+    }
+
+    /// Unlocks, watches the summary until `ready` says the operation could go on (or the
+    /// strategy's budget is spent), and locks again.
+    #[cold]
+    pub(crate) fn watch(self, ready: impl Fn(Summary) -> bool) -> Self {
+        let (shared, lock) = (self.shared, self.lock);
+        drop(self);
+        lock.watch(|| ready(shared.summary_hint()));
+        shared.lock()
+    }
+}
+
+impl<T, L: Strategy> Locked<'_, T, L> {
+    /// The waiter a sender about to queue blocks with: the strategy's
+    /// [`first_waiter`](Strategy::first_waiter) if it is first in line (see
+    /// [`State::first_in_line`]), else a plain one.
+    #[inline]
+    pub(super) fn sender_waiter(&self) -> L::Waiter {
+        self.waiter_for(SENDERS)
+    }
+
+    /// [`sender_waiter`](Self::sender_waiter) for a receiver about to queue.
+    #[inline]
+    pub(super) fn receiver_waiter(&self) -> L::Waiter {
+        self.waiter_for(RECEIVERS)
+    }
+
+    #[inline]
+    fn waiter_for(&self, side: u64) -> L::Waiter {
+        match self.first_in_line(side) {
+            true => self.lock.first_waiter(),
+            false => self.lock.waiter(),
+        }
+    }
+
+    /// Whether a value handed to a receive future may still come back (see `State::lent`).
+    #[inline]
+    pub(crate) fn lent_out(&self) -> bool {
+        self.shared.lent_out(self)
+    }
+
+    /// Whether a receive should report "closed and drained": closed, and no lent value can
+    /// come back. (The caller has found nothing to receive.)
+    #[inline]
+    pub(crate) fn recv_closed(&self) -> bool {
+        self.is_closed() && !self.lent_out()
+    }
+}
+
+impl<T, L: Strategy> Shared<T, L> {
+    /// [`Locked::lent_out`] for a state locked through `raw_lock` (alt).
+    #[inline]
+    pub(crate) fn lent_out(&self, st: &State<T, L::Waiter>) -> bool {
+        if st.lent == 0 {
+            // Nothing lent and not given back (`returned` never passes `lent`): the common
+            // case, a channel no task waited on, pays no fence.
+            return false;
+        }
+        // See `lent_received`.
+        fence(SeqCst);
+        st.lent != self.returned.load(Relaxed)
+    }
+}
+
+impl<T, L: Strategy> Deref for Locked<'_, T, L> {
+    type Target = State<T, L::Waiter>;
+    fn deref(&self) -> &Self::Target {
+        // SAFETY: we hold the lock.
+        unsafe { &*self.shared.state.get() }
+    }
+}
+
+impl<T, L: Strategy> DerefMut for Locked<'_, T, L> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        // SAFETY: we hold the lock, and `&mut self` makes this the only reference.
+        unsafe { &mut *self.shared.state.get() }
+    }
+}
+
+impl<T, L: Strategy> Drop for Locked<'_, T, L> {
+    #[inline]
+    fn drop(&mut self) {
+        self.shared.publish(self);
+        // SAFETY: a `Locked` exists only while its thread holds the lock.
+        unsafe { self.lock.unlock() }
+    }
+}
+
+impl<T, L: Strategy> Shared<T, L> {
+    /// Counts one more sending handle, unless none is left (then the channel has closed for
+    /// good, since only a sending handle makes another): `WeakSender::upgrade`.
+    pub(crate) fn add_sender_if_any(&self) -> bool {
+        let mut n = self.senders.load(Relaxed);
+        while n != 0 {
+            // Once zero, the count stays zero: every increment but this one clones a live
+            // sending handle. So a CAS from a non-zero count never revives a closed channel.
+            match self
+                .senders
+                .compare_exchange_weak(n, n + 1, Acquire, Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => n = now,
+            }
+        }
+        false
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Chan;
+
+    #[test]
+    fn an_unbounded_channel_gives_memory_back_as_it_drains() {
+        let c = Chan::<u64>::unbounded();
+        (0..1 << 16).for_each(|i| c.send(i).unwrap());
+        let grown = c.shared.lock().buf.capacity();
+        assert!(grown >= 1 << 16);
+        while c.nbrecv().is_ok() {}
+        let drained = c.shared.lock().buf.capacity();
+        assert!(
+            drained <= 4 * RESERVE,
+            "{grown} slots, still {drained} after draining"
+        );
+    }
+}
