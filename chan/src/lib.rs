@@ -251,6 +251,8 @@
 //! # fn main() {}
 //! ```
 #![warn(missing_docs)]
+// Every `unsafe` block says why it is sound, in a `// SAFETY:` comment: enforced, not only kept.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod alt;
 mod chan;

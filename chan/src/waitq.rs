@@ -263,6 +263,7 @@ impl<W: locks::Waiter> Party<W> {
             // SAFETY: we hold the lock, and won the select word: the waker slot is ours (and
             // taken through the raw pointer, as in `swap_waker`).
             PartyKind::Task(t) => {
+                // SAFETY: as above: the slot is ours while we hold the lock we claimed under.
                 Wake(Signal::Task(unsafe { replace_raw(t.waker.get(), None) }, t))
             }
         }
@@ -492,6 +493,7 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
     pub(crate) fn has_waiting(&mut self) -> bool {
         // SAFETY: linked nodes and their contexts are alive.
         while let Some(n) = unsafe { self.head.as_ref() } {
+            // SAFETY: as above: a linked node's context outlives its link.
             if unsafe { !(*n.ctx.get()).is_taken() } {
                 return true;
             }
@@ -517,6 +519,7 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
                 true => Selected::Closed(token),
             };
             let ctx = n.ctx.get();
+            // SAFETY: as above: a linked node's context outlives its link.
             if unsafe { (*ctx).try_select(to) } {
                 // SAFETY: just claimed, under the lock.
                 return Some((n, unsafe { Party::claimed(ctx) }));

@@ -78,6 +78,8 @@
 //! acquisitions, spin iterations, yields, sleeps, futex waits and wakes:
 //! `locks::stats::snapshot()`, `reset()`); without it the counters compile to nothing.
 #![warn(missing_docs)]
+// Every `unsafe` block says why it is sound, in a `// SAFETY:` comment: enforced, not only kept.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub use lock_api;
 

@@ -336,6 +336,7 @@ unsafe impl Waiter for SpinWaiter {
         // SAFETY: the caller guarantees `this` is live; this store is our only touch of it
         // (`unpoll` uses the address alone, and only under loom).
         let set = unsafe { &raw const (*this).set };
+        // SAFETY: as above: live until this store lands.
         unsafe { (*set).store(1, Release) };
         unpoll(set);
     }
