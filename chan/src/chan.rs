@@ -325,46 +325,8 @@ impl<T, L: Strategy> Chan<T, L> {
                     drop(st);
                     Err(Fail::Full(v))
                 }
-                Wait::Until(deadline) => {
-                    let (st, v) = match st.watches() {
-                        false => (st, v),
-                        true => match self.send_after_watching(st, v) {
-                            Ok(sent) => return sent,
-                            Err(again) => again,
-                        },
-                    };
-                    self.send_blocking(st, v, deadline)
-                }
+                Wait::Until(deadline) => self.send_blocking(st, v, deadline),
             },
-        }
-    }
-
-    /// A send that found a buffered channel full, on a lock that watches
-    /// ([`Strategy::watches`]): watch without the lock for the receiver to free a slot, then
-    /// try once more; `Err` hands back the lock, held, and the value, to queue. The receiver,
-    /// running on another CPU, frees a slot within a few hundred nanoseconds; a sender that
-    /// queued would have to be handed the slot and then scheduled to go on.
-    #[cold]
-    #[inline(never)]
-    #[allow(clippy::type_complexity)]
-    fn send_after_watching<'a>(
-        &'a self,
-        st: Locked<'a, T, L>,
-        v: T,
-    ) -> Result<Result<(), Fail<T>>, (Locked<'a, T, L>, T)> {
-        let cap = self.shared.cap;
-        let mut st = st.watch(|s| !s.send_would_wait(cap));
-        if st.is_closed() {
-            drop(st);
-            return Ok(Err(Fail::Closed(v)));
-        }
-        match st.try_send(v) {
-            Ok(w) => {
-                drop(st);
-                wake(w);
-                Ok(Ok(()))
-            }
-            Err(v) => Err((st, v)),
         }
     }
 
@@ -432,37 +394,8 @@ impl<T, L: Strategy> Chan<T, L> {
         }
         match wait {
             Wait::Never => Err(RecvFail::Empty),
-            Wait::Until(deadline) => {
-                let st = match st.watches() {
-                    false => st,
-                    true => match self.recv_after_watching(st) {
-                        Ok(received) => return received,
-                        Err(st) => st,
-                    },
-                };
-                self.recv_blocking(st, deadline)
-            }
+            Wait::Until(deadline) => self.recv_blocking(st, deadline),
         }
-    }
-
-    /// A receive that found a buffered channel empty, on a lock that watches: as
-    /// [`send_after_watching`](Self::send_after_watching), for a sender to fill a slot.
-    #[cold]
-    #[inline(never)]
-    #[allow(clippy::type_complexity)]
-    fn recv_after_watching<'a>(
-        &'a self,
-        st: Locked<'a, T, L>,
-    ) -> Result<Result<T, RecvFail>, Locked<'a, T, L>> {
-        let mut st = st.watch(|s| !s.recv_would_wait());
-        if let Some((v, w)) = st.try_recv() {
-            drop(st);
-            return Ok(Ok(self.shared.deliver(v, w)));
-        }
-        if st.recv_closed() {
-            return Ok(Err(RecvFail::Closed));
-        }
-        Err(st)
     }
 
     /// Queues an empty node on the receivers' queue and sleeps until a sender fills it, the

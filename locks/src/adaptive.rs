@@ -53,11 +53,6 @@ pub struct AdaptiveParams {
     /// How long to keep calling `sched_yield` after spinning, before sleeping on the futex,
     /// in nanoseconds; 0 never yields.
     pub yield_ns: u32,
-    /// How long a channel operation that finds its channel full (a send) or empty (a
-    /// receive) watches for room (or a value) before it queues and blocks
-    /// ([`Strategy::watch`]), in nanoseconds; 0 queues at once. Skipped when the process may
-    /// run on only one CPU, where the partner cannot free the slot while we watch.
-    pub watch_ns: u32,
     /// A test aid, not a tuning knob, present only with the `test-aids` feature: busy-wait
     /// this many nanoseconds inside every critical section (after the lock is taken), so that
     /// a known slowdown can be injected and a regression test shown to catch it (`chantest
@@ -76,7 +71,6 @@ impl AdaptiveParams {
         spin_ns: 0,
         wait_spin_ns: 2_000,
         yield_ns: 20_000,
-        watch_ns: 2_000,
         #[cfg(feature = "test-aids")]
         hold_ns: 0,
     };
@@ -96,12 +90,6 @@ impl AdaptiveParams {
     /// With [`yield_ns`](Self::yield_ns) set.
     pub const fn with_yield_ns(mut self, ns: u32) -> Self {
         self.yield_ns = ns;
-        self
-    }
-
-    /// With [`watch_ns`](Self::watch_ns) set.
-    pub const fn with_watch_ns(mut self, ns: u32) -> Self {
-        self.watch_ns = ns;
         self
     }
 
@@ -131,9 +119,6 @@ impl fmt::Display for AdaptiveParams {
         if self.yield_ns != Self::DEFAULT.yield_ns {
             write!(f, ":yield_ns={}", self.yield_ns)?;
         }
-        if self.watch_ns != Self::DEFAULT.watch_ns {
-            write!(f, ":watch_ns={}", self.watch_ns)?;
-        }
         #[cfg(feature = "test-aids")]
         if self.hold_ns != Self::DEFAULT.hold_ns {
             write!(f, ":hold_ns={}", self.hold_ns)?;
@@ -144,16 +129,14 @@ impl fmt::Display for AdaptiveParams {
 
 impl Params for AdaptiveParams {
     #[cfg(not(feature = "test-aids"))]
-    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns", "watch_ns"];
+    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns"];
     #[cfg(feature = "test-aids")]
-    const KEYS: &'static [&'static str] =
-        &["spin_ns", "wait_spin_ns", "yield_ns", "watch_ns", "hold_ns"];
+    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns", "hold_ns"];
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "spin_ns" => self.spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             "wait_spin_ns" => self.wait_spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             "yield_ns" => self.yield_ns = parse_num(key, value, 1_000_000_000)? as u32,
-            "watch_ns" => self.watch_ns = parse_num(key, value, 1_000_000_000)? as u32,
             // Capped at 1 ms: a longer hold only makes a test aid into a hang.
             #[cfg(feature = "test-aids")]
             "hold_ns" => self.hold_ns = parse_num(key, value, 1_000_000)? as u32,
@@ -249,23 +232,7 @@ pub struct Adaptive {
     /// Threads asleep on `state`, or about to sleep: an unlock that reads 0 here wakes nobody.
     sleepers: AtomicU32,
     params: AdaptiveParams,
-    /// How well [`Strategy::watch`] has paid on this lock's channel lately, which decides
-    /// [`Strategy::watches`]: a credit in the low byte, up one (to [`WATCH_CREDIT`]) for each
-    /// watch that saw its chance and halved by each that did not; above it, a count of the
-    /// blocked operations that did not watch while the credit was 0. Only a hint (relaxed
-    /// loads and stores, and a lost update costs nothing but a watch more or less), so it is
-    /// a std atomic even under loom, where nothing watches.
-    watch: std::sync::atomic::AtomicU32,
 }
-
-/// The most credit a lock's watching can earn: after this many watches that paid, it takes
-/// about log2 of it misses in a row (a partner that stopped running: a loaded machine, or
-/// one CPU given to both) before blocked operations stop watching.
-const WATCH_CREDIT: u32 = 8;
-const WATCH_CREDIT_MASK: u32 = 0xff;
-/// With no credit, one blocked operation in this many watches anyway, to notice when
-/// watching pays again.
-const WATCH_PROBE: u32 = 32;
 
 impl fmt::Debug for Adaptive {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -285,7 +252,6 @@ impl Adaptive {
             state: AtomicU32::new(UNLOCKED),
             sleepers: AtomicU32::new(0),
             params,
-            watch: std::sync::atomic::AtomicU32::new(WATCH_CREDIT),
         }
     }
 
@@ -302,20 +268,7 @@ impl Adaptive {
             state: AtomicU32::new(UNLOCKED),
             sleepers: AtomicU32::new(0),
             params,
-            watch: std::sync::atomic::AtomicU32::new(WATCH_CREDIT),
         }
-    }
-
-    /// Records how a watch went: credit up one if it paid, halved if not.
-    #[inline]
-    fn watched(&self, paid: bool) {
-        let w = self.watch.load(Relaxed);
-        let credit = w & WATCH_CREDIT_MASK;
-        let credit = match paid {
-            true => (credit + 1).min(WATCH_CREDIT),
-            false => credit / 2,
-        };
-        self.watch.store((w & !WATCH_CREDIT_MASK) | credit, Relaxed);
     }
 
     #[inline]
@@ -434,41 +387,6 @@ unsafe impl Strategy for Adaptive {
     /// A waiter that spins for [`AdaptiveParams::wait_spin_ns`] first.
     fn first_waiter(&self) -> AdaptiveWaiter {
         AdaptiveWaiter::new(self.params)
-    }
-
-    /// Whether [`AdaptiveParams::watch_ns`] is set, another CPU may run the partner, and
-    /// watching has paid on this lock lately (or it is time to probe whether it pays again).
-    /// Never under loom: watching changes no protocol, only when a blocked operation takes
-    /// the lock again, and the models would spend their schedules on it.
-    #[inline]
-    fn watches(&self) -> bool {
-        if cfg!(loom) || self.params.watch_ns == 0 || !worth_spinning() {
-            return false;
-        }
-        let w = self.watch.load(Relaxed);
-        if w & WATCH_CREDIT_MASK != 0 {
-            return true;
-        }
-        let skipped = (w >> 8).wrapping_add(1) & 0x00ff_ffff;
-        self.watch.store(skipped << 8, Relaxed);
-        skipped % WATCH_PROBE == 0
-    }
-
-    /// PAUSE-spins on `ready` for [`AdaptiveParams::watch_ns`], and keeps score.
-    #[inline]
-    fn watch(&self, mut ready: impl FnMut() -> bool) -> bool {
-        let budget = Budget::start(self.params.watch_ns);
-        let paid = loop {
-            if ready() {
-                break true;
-            }
-            if budget.spent() {
-                break false;
-            }
-            spin_hint();
-        };
-        self.watched(paid);
-        paid
     }
 
     #[inline]

@@ -150,20 +150,6 @@ macro_rules! dyn_lock {
             }
 
             #[inline]
-            fn watches(&self) -> bool {
-                match self {
-                    $(DynLock::$variant(l) => Strategy::watches(l),)+
-                }
-            }
-
-            #[inline]
-            fn watch(&self, ready: impl FnMut() -> bool) -> bool {
-                match self {
-                    $(DynLock::$variant(l) => Strategy::watch(l, ready),)+
-                }
-            }
-
-            #[inline]
             fn lock(&self) {
                 match self {
                     $(DynLock::$variant(l) => Strategy::lock(l),)+

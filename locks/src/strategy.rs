@@ -40,29 +40,6 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
         self.waiter()
     }
 
-    /// Watches, briefly and without registering anywhere, for `ready` to turn true; `true`
-    /// if it did. `chan` calls it when an operation finds its channel full (or empty) and
-    /// would otherwise queue and block: if the partner is running on another CPU it frees a
-    /// slot (or fills one) within a few hundred nanoseconds, and an operation that waits for
-    /// that on its own CPU keeps it, where one that queues must be handed the slot and then
-    /// scheduled to go on (crossbeam's senders keep their CPU the same way). `ready` reads a
-    /// hint without the lock; the caller takes the lock and checks again.
-    ///
-    /// Call only when [`watches`](Self::watches) says so. The default returns `false`.
-    #[inline]
-    fn watch(&self, ready: impl FnMut() -> bool) -> bool {
-        let _ = ready;
-        false
-    }
-
-    /// Whether [`watch`](Self::watch) would busy-wait at all (a caller releases its lock to
-    /// watch, and skips that if not). The default, for a strategy that never busy-waits, is
-    /// `false`.
-    #[inline]
-    fn watches(&self) -> bool {
-        false
-    }
-
     /// Acquires the lock, waiting as long as it takes.
     fn lock(&self);
     /// Acquires the lock if it is free now.

@@ -211,9 +211,7 @@ impl<T, W: locks::Waiter> State<T, W> {
     }
 
     /// Completes a send now if it can: straight into a waiting receiver, else into the buffer.
-    // Always: `send_locked` must keep it inline although the cold `send_after_watching` calls
-    // it too (outlined, it cost the blocking path some 20 instructions per message).
-    #[inline(always)]
+    #[inline]
     pub(crate) fn try_send(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
         if self.flags & RECEIVERS != 0 {
             return self.send_to_receiver(v);
@@ -649,26 +647,6 @@ impl<T, L: Strategy> Shared<T, L> {
         if st.is_closed() && !st.lent_out() {
             self.release_closed(st);
         }
-    }
-}
-
-impl<'a, T, L: Strategy> Locked<'a, T, L> {
-    /// Whether an operation about to queue should first watch for its chance
-    /// ([`Strategy::watch`]): on a buffered channel (a rendezvous has no slot to watch for; its
-    /// first waiter spins once queued instead), with a lock that watches.
-    #[inline]
-    pub(crate) fn watches(&self) -> bool {
-        self.cap > 0 && self.lock.watches()
-    }
-
-    /// Unlocks, watches the summary until `ready` says the operation could go on (or the
-    /// strategy's budget is spent), and locks again.
-    #[cold]
-    pub(crate) fn watch(self, ready: impl Fn(Summary) -> bool) -> Self {
-        let (shared, lock) = (self.shared, self.lock);
-        drop(self);
-        lock.watch(|| ready(shared.summary_hint()));
-        shared.lock()
     }
 }
 
