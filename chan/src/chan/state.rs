@@ -53,9 +53,13 @@ impl Summary {
 
     /// Whether a send on a channel of capacity `cap` would have to wait: open, no receiver
     /// queued, and the buffer full. `nbsend` then fails at once, without the lock.
+    ///
+    /// `cap` by reference (`&shared.cap`): it is read only once the flags have passed, as
+    /// where this test was written out by hand, which keeps the async send's fast path laid
+    /// out as it was (read first, the load moved a block and made the path take a jump).
     #[inline]
-    pub(crate) fn send_would_wait(self, cap: usize) -> bool {
-        self.0 & (CLOSED | RECEIVERS) == 0 && (self.0 & LEN) as usize >= cap
+    pub(crate) fn send_would_wait(self, cap: &usize) -> bool {
+        self.0 & (CLOSED | RECEIVERS) == 0 && (self.0 & LEN) as usize >= *cap
     }
 
     /// Whether a receive would have to wait: nothing buffered, no sender queued, and open.
