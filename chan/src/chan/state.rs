@@ -658,18 +658,21 @@ impl<T, L: Strategy> Locked<'_, T, L> {
     /// The waiter a sender about to queue blocks with: the strategy's
     /// [`first_waiter`](Strategy::first_waiter) if it is first in line (see
     /// [`State::first_in_line`]), else a plain one.
-    #[inline]
+    #[inline(always)]
     pub(super) fn sender_waiter(&self) -> L::Waiter {
         self.waiter_for(SENDERS)
     }
 
     /// [`sender_waiter`](Self::sender_waiter) for a receiver about to queue.
-    #[inline]
+    #[inline(always)]
     pub(super) fn receiver_waiter(&self) -> L::Waiter {
         self.waiter_for(RECEIVERS)
     }
 
-    #[inline]
+    // Always, these three: the match was written out in `Chan::send_blocking` and
+    // `recv_blocking`, and with plain `#[inline]` the blocking paths compiled differently
+    // (both waiters built on the stack, then one chosen); so they compile as before.
+    #[inline(always)]
     fn waiter_for(&self, side: u64) -> L::Waiter {
         match self.first_in_line(side) {
             true => self.lock.first_waiter(),
