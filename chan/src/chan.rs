@@ -296,7 +296,7 @@ impl<T, L: Strategy> Chan<T, L> {
     #[inline]
     fn send_impl(&self, v: T, wait: Wait) -> Result<(), Fail<T>> {
         let sh = &*self.shared;
-        if wait == Wait::Never && sh.summary().send_would_wait(sh.cap) {
+        if wait == Wait::Never && sh.summary().send_would_wait(&sh.cap) {
             return Err(Fail::Full(v));
         }
         let mut st = sh.lock();

@@ -376,7 +376,7 @@ impl<T, W: Waiter> Op<T, W> {
         self.stage.set(Stage::Done);
         // A hint, read without the fence that makes it exact: a send that looks bound to
         // wait gets its waker before locking rather than lock twice.
-        if sh.summary_hint().send_would_wait(sh.cap) {
+        if sh.summary_hint().send_would_wait(&sh.cap) {
             return self.send_slow(sh, None, v, cx);
         }
         let mut st = sh.lock();

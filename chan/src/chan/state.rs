@@ -53,9 +53,13 @@ impl Summary {
 
     /// Whether a send on a channel of capacity `cap` would have to wait: open, no receiver
     /// queued, and the buffer full. `nbsend` then fails at once, without the lock.
+    ///
+    /// `cap` by reference (`&shared.cap`): it is read only once the flags have passed, as
+    /// where this test was written out by hand, which keeps the async send's fast path laid
+    /// out as it was (read first, the load moved a block and made the path take a jump).
     #[inline]
-    pub(crate) fn send_would_wait(self, cap: usize) -> bool {
-        self.0 & (CLOSED | RECEIVERS) == 0 && (self.0 & LEN) as usize >= cap
+    pub(crate) fn send_would_wait(self, cap: &usize) -> bool {
+        self.0 & (CLOSED | RECEIVERS) == 0 && (self.0 & LEN) as usize >= *cap
     }
 
     /// Whether a receive would have to wait: nothing buffered, no sender queued, and open.
@@ -654,18 +658,21 @@ impl<T, L: Strategy> Locked<'_, T, L> {
     /// The waiter a sender about to queue blocks with: the strategy's
     /// [`first_waiter`](Strategy::first_waiter) if it is first in line (see
     /// [`State::first_in_line`]), else a plain one.
-    #[inline]
+    #[inline(always)]
     pub(super) fn sender_waiter(&self) -> L::Waiter {
         self.waiter_for(SENDERS)
     }
 
     /// [`sender_waiter`](Self::sender_waiter) for a receiver about to queue.
-    #[inline]
+    #[inline(always)]
     pub(super) fn receiver_waiter(&self) -> L::Waiter {
         self.waiter_for(RECEIVERS)
     }
 
-    #[inline]
+    // Always, these three: the match was written out in `Chan::send_blocking` and
+    // `recv_blocking`, and with plain `#[inline]` the blocking paths compiled differently
+    // (both waiters built on the stack, then one chosen); so they compile as before.
+    #[inline(always)]
     fn waiter_for(&self, side: u64) -> L::Waiter {
         match self.first_in_line(side) {
             true => self.lock.first_waiter(),
