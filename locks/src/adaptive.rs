@@ -220,7 +220,7 @@ fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
 }
 
 /// How many times a locker that has not slept may find the lock free and lose it to another
-/// before it marks the word CONTENDED and prepares to sleep.
+/// before it counts itself a sleeper and prepares to sleep.
 const LOST_RACES: u32 = 4;
 
 /// Busy-waits `ns` nanoseconds: [`AdaptiveParams::hold_ns`], the injected slowdown. Out of
