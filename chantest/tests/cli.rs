@@ -229,11 +229,12 @@ fn save_baseline(dir: &Path) -> String {
 #[test]
 fn baseline_round_trip_passes() {
     let base = save_baseline(&scratch("roundtrip"));
-    // Only a hundredfold slowdown would count. With five repetitions a side the interval
-    // runs from the extreme ratios, so one stalled repetition on a loaded machine leaves it
-    // undecided: the budget buys repetitions until it is.
+    // Only a ten-thousandfold slowdown would count (a CI machine loaded with Miri has made a
+    // repetition 250 times slower than its baseline). With five repetitions a side the
+    // interval runs from the extreme ratios, so one stalled repetition leaves it undecided:
+    // the budget buys repetitions until it is.
     let out = stdout(&run(
-        &format!("--baseline {base} --threshold 100 --budget 40s"),
+        &format!("--baseline {base} --threshold 10000 --budget 40s"),
         0,
     ));
     assert!(out.contains("new/old ns per message"), "{out}");
@@ -244,12 +245,12 @@ fn baseline_round_trip_passes() {
     // The same cells named explicitly are accepted, and so is a subset; two repetitions
     // cannot give an interval, so that is inconclusive (exit 4), never ok.
     let o = run(
-        &format!("--baseline {base} --threshold 100 -M 2 --lock adaptive -R 2"),
+        &format!("--baseline {base} --threshold 10000 -M 2 --lock adaptive -R 2"),
         4,
     );
     assert!(stdout(&o).contains("inconclusive (~"), "{}", stdout(&o));
     let csv = stdout(&run(
-        &format!("--baseline {base} --threshold 100 --format csv --budget 40s"),
+        &format!("--baseline {base} --threshold 10000 --format csv --budget 40s"),
         0,
     ));
     let header = csv.lines().next().unwrap();
@@ -335,7 +336,7 @@ fn a_malformed_baseline_is_status_2() {
 fn save_may_overwrite_its_baseline() {
     let base = save_baseline(&scratch("overwrite"));
     run(
-        &format!("--baseline {base} --save {base} --threshold 100 -R 2"),
+        &format!("--baseline {base} --save {base} --threshold 10000 -R 2"),
         4,
     );
     assert_eq!(json(Path::new(&base))["params"]["reps"], 2);
@@ -344,7 +345,7 @@ fn save_may_overwrite_its_baseline() {
 #[test]
 fn compare_reports_b_against_a() {
     let o = run(
-        "-N 2000 -R 5 -M 1,2 --compare adaptive,adaptive --threshold 100 --budget 40s",
+        "-N 2000 -R 5 -M 1,2 --compare adaptive,adaptive --threshold 10000 --budget 40s",
         0,
     );
     let out = stdout(&o);
@@ -371,11 +372,11 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
 
 #[test]
 fn against_itself_runs_both_sides_interleaved() {
-    // Itself, with a hundredfold threshold: the verdict cannot be "regressed", and once
-    // the budget has bought enough repetitions past any stalled one, every interval lies
-    // below 101.
+    // Itself, with a ten-thousandfold threshold: the verdict cannot be "regressed", and
+    // once the budget has bought enough repetitions past any stalled one, every interval
+    // lies below 10001.
     let o = run(
-        &format!("-N 2000 -R 5 -O 10 -M 1,2 --lock adaptive --against {BIN} --threshold 100 --budget 40s --format json"),
+        &format!("-N 2000 -R 5 -O 10 -M 1,2 --lock adaptive --against {BIN} --threshold 10000 --budget 40s --format json"),
         0,
     );
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -398,7 +399,7 @@ fn against_itself_runs_both_sides_interleaved() {
             "{c}"
         );
     }
-    assert_eq!(v["cells"][0]["samples"].as_array().unwrap().len(), 5);
+    assert!(v["cells"][0]["samples"].as_array().unwrap().len() >= 5);
 }
 
 #[test]

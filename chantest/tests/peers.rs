@@ -142,9 +142,9 @@ fn ref_names_a_peer() {
 
 #[test]
 fn compare_runs_beside_peer_lanes() {
-    // A/A with a hundredfold threshold: ok, whatever the noise; kanal runs in the same turns.
+    // A/A with a ten-thousandfold threshold: ok, whatever the noise; kanal runs in the same turns.
     let o = run(
-        "-N 2000 -R 5 -M 1 --via chan,kanal --compare adaptive,adaptive --threshold 100 --budget 40s",
+        "-N 2000 -R 5 -M 1 --via chan,kanal --compare adaptive,adaptive --threshold 10000 --budget 40s",
         0,
     );
     let out = stdout(&o);
@@ -164,9 +164,9 @@ fn compare_runs_beside_peer_lanes() {
     ignore = "needs --features test-aids (hold_ns)"
 )]
 fn compare_asks_whether_ours_is_slower_than_a_peer() {
-    // kanal (A) against adaptive over chan (B), with a hundredfold threshold: ok.
+    // kanal (A) against adaptive over chan (B), with a ten-thousandfold threshold: ok.
     let o = run(
-        "-N 2000 -R 5 -O 10 -M 1,2 --compare kanal,adaptive --threshold 100 --budget 40s",
+        "-N 2000 -R 5 -O 10 -M 1,2 --compare kanal,adaptive --threshold 10000 --budget 40s",
         0,
     );
     let out = stdout(&o);
@@ -195,7 +195,7 @@ fn against_judges_peer_lanes() {
     let o = run(
         &format!(
             "-N 2000 -R 5 -O 10 -M 1 --lock adaptive --via chan,kanal --ref kanal \
-             --against {BIN} --budget 60s --threshold 100 --format json"
+             --against {BIN} --budget 60s --threshold 10000 --format json"
         ),
         0,
     );
@@ -229,7 +229,7 @@ fn a_baseline_keeps_its_peer_lanes_and_reference() {
         0,
     );
     let out = stdout(&run(
-        &format!("--baseline {base} --threshold 100 --budget 40s"),
+        &format!("--baseline {base} --threshold 10000 --budget 40s"),
         0,
     ));
     assert!(

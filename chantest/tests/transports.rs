@@ -304,7 +304,7 @@ fn baselines_keep_their_transports() {
     assert_eq!(saved["params"]["S"], 64);
     // Re-running the baseline re-runs its transports and size. (R=2 gives no interval, so
     // the verdict is inconclusive: exit 4.)
-    let r = run(&format!("--baseline {base} --threshold 100"), 4);
+    let r = run(&format!("--baseline {base} --threshold 10000"), 4);
     assert!(
         r.stdout.contains("# 0 of 4 cells regressed"),
         "{}",
@@ -338,7 +338,10 @@ fn files_from_before_transports_still_load() {
     let old = dir.join("old.json");
     std::fs::write(&old, v.to_string()).unwrap();
     let r = run(
-        &format!("--baseline {} --threshold 100 --format csv", old.display()),
+        &format!(
+            "--baseline {} --threshold 10000 --budget 40s --format csv",
+            old.display()
+        ),
         0,
     );
     let rows = csv_rows(&r.stdout);
@@ -454,7 +457,7 @@ fn task_baselines_and_against() {
         serde_json::json!(["chan", "task-mt"])
     );
     // Its cells again, task-mt's included (R=2: no interval, so inconclusive, exit 4).
-    let r = run(&format!("--baseline {base} --threshold 100"), 4);
+    let r = run(&format!("--baseline {base} --threshold 10000"), 4);
     assert!(
         r.stdout.contains("# 0 of 4 cells regressed"),
         "{}",
@@ -466,8 +469,8 @@ fn task_baselines_and_against() {
     let bin = BIN;
     let r = run(
         &format!(
-            "--via task -N 1000 -R 5 -O 10 -M 1 --lock adaptive --against {bin} --threshold 100 \
-             --format json"
+            "--via task -N 1000 -R 5 -O 10 -M 1 --lock adaptive --against {bin} --threshold 10000 \
+             --budget 40s --format json"
         ),
         0,
     );
