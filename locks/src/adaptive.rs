@@ -53,11 +53,6 @@ pub struct AdaptiveParams {
     /// How long to keep calling `sched_yield` after spinning, before sleeping on the futex,
     /// in nanoseconds; 0 never yields.
     pub yield_ns: u32,
-    /// How long an async task's locker ([`Strategy::lock_in_task`]) that finds the lock held
-    /// spins before it falls back to [`spin_ns`](Self::spin_ns) and yielding, in
-    /// nanoseconds; 0 never spins longer than a thread. Skipped when the process may run on
-    /// only one CPU.
-    pub task_spin_ns: u32,
     /// A test aid, not a tuning knob, present only with the `test-aids` feature: busy-wait
     /// this many nanoseconds inside every critical section (after the lock is taken), so that
     /// a known slowdown can be injected and a regression test shown to catch it (`chantest
@@ -76,7 +71,6 @@ impl AdaptiveParams {
         spin_ns: 0,
         wait_spin_ns: 2_000,
         yield_ns: 20_000,
-        task_spin_ns: 1_000,
         #[cfg(feature = "test-aids")]
         hold_ns: 0,
     };
@@ -96,12 +90,6 @@ impl AdaptiveParams {
     /// With [`yield_ns`](Self::yield_ns) set.
     pub const fn with_yield_ns(mut self, ns: u32) -> Self {
         self.yield_ns = ns;
-        self
-    }
-
-    /// With [`task_spin_ns`](Self::task_spin_ns) set.
-    pub const fn with_task_spin_ns(mut self, ns: u32) -> Self {
-        self.task_spin_ns = ns;
         self
     }
 
@@ -131,9 +119,6 @@ impl fmt::Display for AdaptiveParams {
         if self.yield_ns != Self::DEFAULT.yield_ns {
             write!(f, ":yield_ns={}", self.yield_ns)?;
         }
-        if self.task_spin_ns != Self::DEFAULT.task_spin_ns {
-            write!(f, ":task_spin_ns={}", self.task_spin_ns)?;
-        }
         #[cfg(feature = "test-aids")]
         if self.hold_ns != Self::DEFAULT.hold_ns {
             write!(f, ":hold_ns={}", self.hold_ns)?;
@@ -144,21 +129,14 @@ impl fmt::Display for AdaptiveParams {
 
 impl Params for AdaptiveParams {
     #[cfg(not(feature = "test-aids"))]
-    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns", "task_spin_ns"];
+    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns"];
     #[cfg(feature = "test-aids")]
-    const KEYS: &'static [&'static str] = &[
-        "spin_ns",
-        "wait_spin_ns",
-        "yield_ns",
-        "task_spin_ns",
-        "hold_ns",
-    ];
+    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns", "hold_ns"];
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "spin_ns" => self.spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             "wait_spin_ns" => self.wait_spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             "yield_ns" => self.yield_ns = parse_num(key, value, 1_000_000_000)? as u32,
-            "task_spin_ns" => self.task_spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             // Capped at 1 ms: a longer hold only makes a test aid into a hang.
             #[cfg(feature = "test-aids")]
             "hold_ns" => self.hold_ns = parse_num(key, value, 1_000_000)? as u32,
@@ -305,28 +283,6 @@ impl Adaptive {
         self.lock_contended_until(None);
     }
 
-    /// The slow path of `lock_in_task`: spin for [`AdaptiveParams::task_spin_ns`] where
-    /// another CPU may run the holder, then go on as a thread would.
-    #[cold]
-    fn lock_contended_in_task(&self) {
-        let ns = self.params.task_spin_ns;
-        if ns != 0 && worth_spinning() {
-            let budget = Budget::start(ns);
-            let mut spins = 0u32;
-            while !budget.spent() {
-                spin_hint();
-                spins += 1;
-                if self.state.load(Relaxed) == UNLOCKED && self.try_acquire() {
-                    count!(contended);
-                    count!(spins, spins);
-                    return;
-                }
-            }
-            count!(spins, spins);
-        }
-        self.lock_contended();
-    }
-
     /// The slow path of `lock` and, with a deadline, of `try_lock_until`; `false` if the
     /// deadline passed first.
     #[cold]
@@ -437,18 +393,6 @@ unsafe impl Strategy for Adaptive {
     fn lock(&self) {
         if !self.try_acquire() {
             self.lock_contended();
-        }
-        count!(acquisitions);
-        #[cfg(feature = "test-aids")]
-        if self.params.hold_ns != 0 {
-            hold(self.params.hold_ns);
-        }
-    }
-
-    #[inline]
-    fn lock_in_task(&self) {
-        if !self.try_acquire() {
-            self.lock_contended_in_task();
         }
         count!(acquisitions);
         #[cfg(feature = "test-aids")]

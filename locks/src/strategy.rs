@@ -42,16 +42,6 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
 
     /// Acquires the lock, waiting as long as it takes.
     fn lock(&self);
-
-    /// Acquires the lock for an async task (`chan`'s futures). A strategy may busy-wait
-    /// longer here before it gives the thread away: a thread that yields or sleeps inside a
-    /// task's poll stalls an executor worker and every task queued behind it, while the
-    /// holder, on another worker, is only a critical section of a few dozen nanoseconds from
-    /// letting go. The default is [`lock`](Self::lock).
-    #[inline]
-    fn lock_in_task(&self) {
-        self.lock()
-    }
     /// Acquires the lock if it is free now.
     fn try_lock(&self) -> bool;
     /// Releases the lock.
