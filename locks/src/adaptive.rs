@@ -203,14 +203,39 @@ const LOST_RACES: u32 = 4;
 
 /// Busy-waits `ns` nanoseconds: [`AdaptiveParams::hold_ns`], the injected slowdown. Out of
 /// line and cold so that the lock's fast path keeps its shape when it is 0.
+///
+/// Counted, not timed: a clock read and a PAUSE cost tens of nanoseconds each, which made
+/// `hold_ns=3` slow a ten-buffer channel 2.2 times, where a calibration needs slowdowns of a
+/// few per cent. The loop's speed is measured once, on first use.
 #[cfg(feature = "test-aids")]
 #[cold]
 #[inline(never)]
 fn hold(ns: u32) {
-    let budget = Budget::start(ns);
-    while !budget.spent() {
-        spin_hint();
+    let loops = (u64::from(ns) * u64::from(hold_loops_per_1024ns())) >> 10;
+    for i in 0..loops {
+        std::hint::black_box(i);
     }
+}
+
+#[cfg(feature = "test-aids")]
+fn hold_loops_per_1024ns() -> u32 {
+    static PER: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *PER.get_or_init(|| {
+        // The fastest of several trials: being descheduled only ever makes a trial slower,
+        // and a slow trial would make every later hold too short.
+        const LOOPS: u64 = 1 << 18;
+        let fastest = (0..8)
+            .map(|_| {
+                let start = Instant::now();
+                for i in 0..LOOPS {
+                    std::hint::black_box(i);
+                }
+                start.elapsed().as_nanos().max(1)
+            })
+            .min()
+            .unwrap_or(1);
+        (u128::from(LOOPS) * 1024 / fastest).clamp(1, u128::from(u32::MAX)) as u32
+    })
 }
 
 const UNLOCKED: u32 = 0;
