@@ -2,6 +2,9 @@
 //! targets (rendezvous at or below 100 ns per message, O=10 at or below 50 ns), ours next to
 //! flume, kanal, async-channel and tokio's mpsc (the last two have no rendezvous channel).
 //! The whole grid (M sender tasks, both runtimes) is chantest's (`benches/async_grid.sh`).
+//! `ours-stream-sink` is the same channel through `into_sink()`/`into_stream()` (`SinkExt::send`,
+//! `StreamExt::next`): what the `Unpin` adapters' one heap-allocated wait costs beside the
+//! futures that keep their wait in themselves.
 //!
 //! `cargo bench -p benches --bench async`
 
@@ -18,7 +21,8 @@ macro_rules! pair {
             let (tx, mut $rx) = $make;
             let start = Instant::now();
             let sender = tokio::spawn(async move {
-                let $tx = tx;
+                #[allow(unused_mut)]
+                let mut $tx = tx;
                 for $v in 0..MSGS {
                     $send;
                 }
@@ -44,6 +48,15 @@ fn run(imp: &str, rt: &tokio::runtime::Runtime, o: usize) -> Option<Duration> {
             chan::Chan::<u64>::new(o).split(),
             |tx, v| tx.send_async(v).await.unwrap(),
             |rx| rx.recv_async().await.unwrap()
+        ),
+        "ours-stream-sink" => pair!(
+            rt,
+            {
+                let (tx, rx) = chan::Chan::<u64>::new(o).split();
+                (tx.into_sink(), rx.into_stream())
+            },
+            |tx, v| futures::SinkExt::send(&mut tx, v).await.unwrap(),
+            |rx| futures::StreamExt::next(&mut rx).await.unwrap()
         ),
         "flume" => pair!(
             rt,
@@ -80,7 +93,14 @@ fn two_tasks(c: &mut Criterion) {
     for o in [0, 10] {
         let mut g = c.benchmark_group(format!("async_two_tasks_O{o}"));
         g.throughput(Throughput::Elements(MSGS));
-        for imp in ["ours", "flume", "kanal", "async-channel", "tokio"] {
+        for imp in [
+            "ours",
+            "ours-stream-sink",
+            "flume",
+            "kanal",
+            "async-channel",
+            "tokio",
+        ] {
             if run(imp, &rt, o).is_none() {
                 continue;
             }

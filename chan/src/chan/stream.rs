@@ -18,6 +18,13 @@ use std::task::{Context as TaskCx, Poll};
 /// heap allocation made with the stream and reused for every item. Dropping it mid-wait
 /// follows [`RecvFuture`](crate::RecvFuture)'s rule.
 ///
+/// What the adapters cost (`cargo bench -p benches --bench async`, two tasks on tokio's
+/// current-thread runtime, a 2-vCPU guest): 175 ns an item through `into_sink` and
+/// `into_stream` against 156 ns with `send_async`/`recv_async` on a rendezvous channel, 67
+/// against 57 ns with ten buffers (kanal's futures: 144 and 48). The allocation is made
+/// once; the difference per item is the indirection to the heap and the `Sink` protocol's
+/// three calls per item.
+///
 /// ```
 /// use futures::StreamExt;
 /// let (tx, rx) = chan::Chan::<u32>::new(4).split();
