@@ -24,6 +24,7 @@ use crate::plan::{Lane, Plan};
 use crate::records::{Interval, Verdict};
 use crate::records::{Results, FORMAT, VERSION};
 use crate::run::Measured;
+use crate::verdict::Looks;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -145,11 +146,20 @@ pub(crate) fn compare(
     let family = cells.len();
     let mut samples: Vec<[Vec<Sample>; 2]> = vec![[Vec::new(), Vec::new()]; family];
     let msgs = |&(_, m, lane): &(u64, u64, Lane)| lane.via().messages(m, plan.per_sender);
+    let looks = Looks {
+        first: plan.reps,
+        sequential: budget.is_some(),
+    };
+    // Judged only at a look (R, 2R, 4R, ... repetitions a side): in between, a cell goes on.
     let decided = |i: usize, s: &[Vec<Sample>; 2]| {
+        let reps = s[0].len();
+        if !looks.is_look(reps) {
+            return false;
+        }
         let per = |v: &Vec<Sample>| -> Vec<f64> {
             v.iter().map(|x| x.ns as f64 / msgs(&cells[i])).collect()
         };
-        let iv = Interval::ratio_among(&per(&s[0]), &per(&s[1]), family);
+        let iv = Interval::ratio_among(&per(&s[0]), &per(&s[1]), family * looks.ways(reps));
         Verdict::judge(&iv, threshold).decided()
     };
     let out_of_time = || budget.is_none_or(|b| start.elapsed() >= b);
@@ -207,7 +217,7 @@ pub(crate) fn compare(
     let machine = crate::machine::describe();
     let mut results = crate::run::records(plan, measured(0), machine.clone());
     let before = crate::run::records(plan, measured(1), machine);
-    results.against(&before, &brief(&old.exe), threshold);
+    results.against(&before, &brief(&old.exe), threshold, looks);
     for c in &mut results.changes {
         c.against_exe = Some(old.exe.display().to_string());
     }

@@ -98,12 +98,16 @@ fn run() -> Result<ExitCode, Error> {
             let (new, old) = (against::Side::this()?, against::Side::other(old));
             against::compare(&setup.plan, &new, &old, setup.threshold, *budget)?.results
         }
-        Mode::Baseline(old) => rerun::sweep(&setup.plan, setup.budget, rerun::Side::Cell, |r| {
-            r.against_baseline(old, setup.threshold)
-        })?,
-        Mode::Compare => rerun::sweep(&setup.plan, setup.budget, rerun::Side::Point, |r| {
-            r.between_backends(setup.threshold)
-        })?,
+        Mode::Baseline(old) => {
+            rerun::sweep(&setup.plan, setup.budget, rerun::Side::Cell, |r, looks| {
+                r.against_baseline(old, setup.threshold, looks)
+            })?
+        }
+        Mode::Compare => {
+            rerun::sweep(&setup.plan, setup.budget, rerun::Side::Point, |r, looks| {
+                r.between_backends(setup.threshold, looks)
+            })?
+        }
         Mode::Sweep => {
             let measured = if setup.per_process {
                 isolate::sweep(&setup.plan)?

@@ -806,7 +806,7 @@ mod tests {
         bad.cells[2].via = "tcp".into();
         assert!(bad.validate().unwrap_err().contains("unknown transport"));
         let mut compared = r.clone();
-        compared.between_backends(0.1);
+        compared.between_backends(0.1, crate::verdict::Looks::ONE);
         assert_eq!(compared.changes.len(), 2, "chan's two backends, per point");
         assert_eq!(compared.changes[1].cell, 4);
     }
@@ -896,7 +896,7 @@ mod tests {
     #[test]
     fn changes() {
         let mut r = results(&[100, 300]);
-        r.between_backends(0.1);
+        r.between_backends(0.1, crate::verdict::Looks::ONE);
         assert_eq!(r.changes.len(), 2);
         assert!(r.changes.iter().all(|c| c.verdict == Verdict::Regressed));
         assert_eq!(r.changes[1].cell, 3);
@@ -904,7 +904,7 @@ mod tests {
 
         let old = results(&[100, 300]);
         let mut new = results(&[100, 300]);
-        new.against_baseline(&old, 0.1);
+        new.against_baseline(&old, 0.1, crate::verdict::Looks::ONE);
         assert_eq!(new.changes.len(), 4);
         assert!(new
             .changes

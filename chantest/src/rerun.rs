@@ -5,7 +5,8 @@
 //! run again: one unmeasured warm-up round of the lanes that can be re-run, then [`STEP`]
 //! measured rounds of them taking turns, as the sweep did. What can be re-run is this build's
 //! side: with `--baseline` the new cell alone (the saved side's samples stay as saved), with
-//! `--compare` both backends of the point, so that they keep taking turns.
+//! `--compare` both backends of the point, so that they keep taking turns. Cells are judged
+//! at R, 2R, 4R, ... repetitions ([`Looks`]): a re-run stops at the next look.
 
 use crate::affinity::Cpus;
 use crate::against::MAX_REPS;
@@ -15,6 +16,7 @@ use crate::model::Via;
 use crate::plan::{Lane, Plan, WARMUP};
 use crate::records::Results;
 use crate::run::{self, Measured};
+use crate::verdict::Looks;
 use crate::via;
 use crate::via::spec::Spec;
 use std::time::{Duration, Instant};
@@ -38,13 +40,17 @@ pub(crate) fn sweep(
     plan: &Plan,
     budget: Option<Duration>,
     side: Side,
-    judge: impl Fn(&mut Results),
+    judge: impl Fn(&mut Results, Looks),
 ) -> Result<Results, Error> {
     let start = Instant::now();
     let mut measured = run::sweep(plan)?;
+    let looks = Looks {
+        first: plan.reps,
+        sequential: budget.is_some(),
+    };
     let results = |m: &[Measured]| {
         let mut r = run::records(plan, m.to_vec(), machine::describe());
-        judge(&mut r);
+        judge(&mut r, looks);
         r
     };
     let Some(budget) = budget else {
@@ -59,7 +65,10 @@ pub(crate) fn sweep(
     loop {
         let r = results(&measured);
         let mut todo: Vec<usize> = Vec::new();
-        for c in r.changes.iter().filter(|c| !c.verdict.decided()) {
+        // A verdict between two looks is not acted on: the cell goes on to the next look.
+        let settled =
+            |c: &&crate::records::Change| c.verdict.decided() && looks.is_look(c.new_reps);
+        for c in r.changes.iter().filter(|c| !settled(c)) {
             match side {
                 Side::Cell => todo.push(c.cell),
                 Side::Point => {
@@ -91,7 +100,17 @@ pub(crate) fn sweep(
                 pin: cpus.as_ref(),
                 fault: plan.fault,
             };
-            for round in 0..WARMUP + STEP {
+            // Up to the next look, not past it.
+            let step = point
+                .iter()
+                .map(|&i| {
+                    let reps = measured[i].samples.len();
+                    looks.next(reps) - reps
+                })
+                .min()
+                .unwrap_or(STEP)
+                .clamp(1, STEP);
+            for round in 0..WARMUP + step {
                 for &i in point {
                     let sample = match measured[i].lane {
                         Lane::Locked(v, b) => via::run(v, &plan.backends[b], &spec)?,

@@ -39,6 +39,18 @@
 //! *regressed* also needs the estimate beyond the threshold, so the family-wise false-alarm
 //! rate stays below 2.5 %. The price is wider intervals, i.e. more repetitions to decide.
 //!
+//! # Many looks
+//!
+//! With `--budget` a comparison judges an undecided cell again as repetitions are added, and
+//! stops at the first decided verdict. Every look is another chance for a false verdict: a
+//! 95 % interval looked at after each of a hundred repetitions calls an unchanged build
+//! regressed far more often than 2.5 % of the time (at `--threshold 0.05` on the 2-vCPU guest,
+//! 2 of the first 10 A/A runs were). So a budgeted comparison looks only at R, 2R, 4R, ...
+//! repetitions a side ([`Looks`]), and its `j`-th look spends `1/(j(j+1))` of the error, shares
+//! that sum to at most 1 however many looks a run takes (a union bound, as for the cells). A
+//! verdict the budget cut short between two looks counts as one look more. Without a budget
+//! there is one look, with all of the error.
+//!
 //! The test assumes repetitions are independent. Drift between a saved baseline and today
 //! breaks that, which is why `--against` and `--compare` interleave their two sides,
 //! repetition by repetition, so that drift hits both alike.
@@ -48,6 +60,58 @@ use crate::records::{median_sorted, Cell, Change, Interval, Results, Verdict};
 
 /// Two-sided confidence level of a run's verdicts, all cells together (see the module docs).
 pub(crate) const CONFIDENCE: f64 = 0.95;
+
+/// When a comparison judges its cells: once (no budget), or at R, 2R, 4R, ... repetitions a
+/// side while a budget lasts (see "Many looks" in the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Looks {
+    /// Repetitions a side at the first look (the plan's R).
+    pub(crate) first: usize,
+    /// Whether more looks may follow the first (a budget was given).
+    pub(crate) sequential: bool,
+}
+
+impl Looks {
+    /// A single look.
+    #[cfg(test)]
+    pub(crate) const ONE: Looks = Looks {
+        first: 1,
+        sequential: false,
+    };
+
+    /// Whether a comparison looks at its data with `reps` repetitions a side.
+    pub(crate) fn is_look(self, reps: usize) -> bool {
+        let first = self.first.max(1);
+        !self.sequential || (reps % first == 0 && (reps / first).is_power_of_two())
+    }
+
+    /// The repetitions a side of the next look after `reps`.
+    pub(crate) fn next(self, reps: usize) -> usize {
+        let mut at = self.first.max(1);
+        while at <= reps {
+            at *= 2;
+        }
+        at
+    }
+
+    /// Into how many parts the error is split for a verdict at `reps` repetitions a side:
+    /// `j(j+1)` for the `j`-th look, 1 for a single look.
+    pub(crate) fn ways(self, reps: usize) -> usize {
+        if !self.sequential {
+            return 1;
+        }
+        let (mut j, mut at) = (0, self.first.max(1));
+        while at <= reps {
+            j += 1;
+            at *= 2;
+        }
+        if !self.is_look(reps) {
+            j += 1; // cut short between two looks: one look more
+        }
+        let j = j.max(1);
+        j * (j + 1)
+    }
+}
 
 /// Above this many pairs, the exact null distribution gives way to the normal approximation.
 const EXACT_PAIRS: usize = 2500;
@@ -109,13 +173,13 @@ impl Verdict {
 
 impl Results {
     /// Each new cell against the same cell of `old`.
-    pub(crate) fn against_baseline(&mut self, old: &Results, threshold: f64) {
-        self.against(old, "baseline", threshold);
+    pub(crate) fn against_baseline(&mut self, old: &Results, threshold: f64, looks: Looks) {
+        self.against(old, "baseline", threshold, looks);
     }
 
     /// Each new cell against the same cell of `old`, which is called `name`; every cell is
     /// one of the family the verdicts hold for together.
-    pub(crate) fn against(&mut self, old: &Results, name: &str, threshold: f64) {
+    pub(crate) fn against(&mut self, old: &Results, name: &str, threshold: f64, looks: Looks) {
         let family = self
             .cells
             .iter()
@@ -127,7 +191,14 @@ impl Results {
             .enumerate()
             .filter_map(|(i, new)| {
                 let old = old.cell(&new.key())?;
-                Some(Change::new((i, new), old, name.into(), threshold, family))
+                Some(Change::new(
+                    (i, new),
+                    old,
+                    name.into(),
+                    threshold,
+                    family,
+                    looks,
+                ))
             })
             .collect();
     }
@@ -135,7 +206,7 @@ impl Results {
     /// The second backend against the first over `chan`, at each point; or, when the reference
     /// is a transport that takes no lock (`--compare kanal,adaptive`), the one backend over
     /// `chan` against that transport.
-    pub(crate) fn between_backends(&mut self, threshold: f64) {
+    pub(crate) fn between_backends(&mut self, threshold: f64, looks: Looks) {
         let n = self.lanes().len().max(1);
         let chan = Via::Chan.name();
         let reference = self.params.reference.clone();
@@ -160,6 +231,7 @@ impl Results {
                             format!("{name} (A)"),
                             threshold,
                             family,
+                            looks,
                         ))
                     }
                     _ => None,
@@ -170,14 +242,17 @@ impl Results {
 }
 
 impl Change {
-    /// `new` (at index `cell`) against `old`, one of `family` comparisons judged together.
+    /// `new` (at index `cell`) against `old`, one of `family` comparisons judged together, at
+    /// the look its repetitions make it (the new side's count: the side that grows).
     fn new(
         (cell, new): (usize, &Cell),
         old: &Cell,
         against: String,
         threshold: f64,
         family: usize,
+        looks: Looks,
     ) -> Change {
+        let family = family * looks.ways(new.samples.len());
         let ratio = Interval::ratio_among(&new.ns_per_msg(), &old.ns_per_msg(), family);
         let verdict = Verdict::judge(&ratio, threshold);
         let reps = new.samples.len().min(old.samples.len());
@@ -446,6 +521,81 @@ mod tests {
             "4 a side give a 95 % interval"
         );
         assert_eq!(more_reps(&iv, 2, 0.1, 2), Some(3), "2 cells need 5 a side");
+    }
+
+    #[test]
+    fn looks_double_and_split_the_error() {
+        assert!(Looks::ONE.is_look(7));
+        assert_eq!(Looks::ONE.ways(7), 1);
+        let seq = Looks {
+            first: 5,
+            sequential: true,
+        };
+        let at: Vec<usize> = (1..=45).filter(|&r| seq.is_look(r)).collect();
+        assert_eq!(at, [5, 10, 20, 40]);
+        assert_eq!([5, 7, 10, 39].map(|r| seq.next(r)), [10, 10, 20, 40]);
+        assert_eq!([5, 10, 20, 40].map(|r| seq.ways(r)), [2, 6, 12, 20]);
+        assert_eq!(
+            seq.ways(13),
+            12,
+            "cut short after the second look: the third"
+        );
+        let spent: f64 = (0..40).map(|k| 1.0 / seq.ways(5 << k) as f64).sum();
+        assert!(spent < 1.0, "{spent}");
+    }
+
+    /// Unchanged builds (both sides from one distribution, 20 % noise), judged as a budget
+    /// judges them: the old way, after every added repetition at the one-look level, calls
+    /// far more of them regressed than the error allows; at the looks' levels, no more than it.
+    #[test]
+    fn many_looks_at_one_level_inflate_false_alarms() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut normal = move || {
+            let mut uniform = || {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed >> 11) as f64 / (1u64 << 53) as f64 + 1e-12
+            };
+            let (u, v) = (uniform(), uniform());
+            (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+        };
+        let seq = Looks {
+            first: 5,
+            sequential: true,
+        };
+        let (runs, most, threshold) = (300, 20, 0.02);
+        let (mut every, mut scheduled) = (0, 0);
+        for _ in 0..runs {
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            let (mut flagged_every, mut flagged_scheduled) = (false, false);
+            for reps in 1..=most {
+                x.push(100.0 * (0.2 * normal()).exp());
+                y.push(100.0 * (0.2 * normal()).exp());
+                if reps < 5 {
+                    continue;
+                }
+                let regressed = |ways| {
+                    Verdict::judge(&Interval::ratio_among(&y, &x, ways), threshold)
+                        == Verdict::Regressed
+                };
+                flagged_every |= regressed(1);
+                if seq.is_look(reps) {
+                    flagged_scheduled |= regressed(seq.ways(reps));
+                }
+            }
+            every += usize::from(flagged_every);
+            scheduled += usize::from(flagged_scheduled);
+        }
+        eprintln!("false alarms of {runs}: looking every time {every}, at the looks {scheduled}");
+        assert!(
+            every > 2 * runs / 40,
+            "looking every time: {every} of {runs}"
+        );
+        assert!(
+            scheduled <= runs / 40,
+            "at the looks: {scheduled} of {runs}"
+        );
     }
 
     #[test]
