@@ -4,11 +4,12 @@
 # build whose adaptive lock is slower (detection), on the machine at hand,
 # for `-O 10 -M 1,8` (or the cells given).
 #
-#   benches/calibrate.sh                 40 A/A and 20 A/A' comparisons (about 45 minutes)
-#   AA=10 AB=5 benches/calibrate.sh      fewer
+#   benches/calibrate.sh                 20 A/A and 10 A/A' comparisons at --threshold 0.10
+#   AA=20 AB=20 HOLD=1 THRESHOLD=0.05 BUDGET=60s benches/calibrate.sh
+#                                        a smaller slowdown at a 5 % threshold
 #
-# Settings (environment): AA, AB (comparisons of each kind; default 40, 20), HOLD (ns the
-# slowed lock busy-waits in each critical section; default 12), O and M (the cells; default
+# Settings (environment): AA, AB (comparisons of each kind; default 20, 10), HOLD (ns the
+# slowed lock busy-waits in each critical section; default 4), O and M (the cells; default
 # 10 and 1,8), N (default 16384), R (the
 # first look, repetitions a side; default 5), BUDGET (default 45s, so that every verdict takes
 # under 60 s), THRESHOLD (default 0.10), PIN (1 adds --pin; default 0: on a loaded 2-vCPU
@@ -22,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-AA=${AA:-40} AB=${AB:-20} HOLD=${HOLD:-12} O=${O:-10} M=${M:-1,8} N=${N:-16384} R=${R:-5}
+AA=${AA:-20} AB=${AB:-10} HOLD=${HOLD:-4} O=${O:-10} M=${M:-1,8} N=${N:-16384} R=${R:-5}
 BUDGET=${BUDGET:-45s} THRESHOLD=${THRESHOLD:-0.10} PIN=${PIN:-0}
 pin=()
 [ "$PIN" = 1 ] && pin=(--pin)

@@ -193,12 +193,15 @@ fn budget_needed(same: &[Run], slow: &[Run]) -> Option<String> {
     }
     need.sort_by(f64::total_cmp);
     Some(format!(
-        "undecided runs: {} would likely have been decided with a budget of about {:.0} s          (median), {:.0} s (max){}\n",
+        "undecided runs: {} would likely have been decided with a budget of about {:.0} s \
+         (median), {:.0} s (max){}\n",
         need.len(),
         median_sorted(&need),
         need[need.len() - 1],
         if hopeless > 0 {
-            format!("; {hopeless} cells sat on the threshold, where no budget is likely to do")
+            format!(
+                "; {hopeless} cells sat on the threshold, where no budget is likely to decide them"
+            )
         } else {
             String::new()
         }
