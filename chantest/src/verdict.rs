@@ -100,11 +100,8 @@ impl Looks {
         if !self.sequential {
             return 1;
         }
-        let (mut j, mut at) = (0, self.first.max(1));
-        while at <= reps {
-            j += 1;
-            at *= 2;
-        }
+        // The looks up to `reps`: the next one is at first·2^j.
+        let mut j = (self.next(reps) / self.first.max(1)).trailing_zeros() as usize;
         if !self.is_look(reps) {
             j += 1; // cut short between two looks: one look more
         }
