@@ -53,6 +53,15 @@ pub struct AdaptiveParams {
     /// How long to keep calling `sched_yield` after spinning, before sleeping on the futex,
     /// in nanoseconds; 0 never yields.
     pub yield_ns: u32,
+    /// How a task's locker ([`Strategy::lock_in_task`]) that finds the lock held waits, in
+    /// microseconds: it yields once, and then, for as long as the lock stays held, sleeps this
+    /// long between looks, woken by no unlock; 0 waits as a thread's locker does. Another
+    /// worker holds the lock (tasks on one worker never contend for it), and keeping this
+    /// worker off it for a while lets that worker run the exchange alone: on a two-worker
+    /// tokio runtime with eight sender tasks, 4-5 times faster than both workers trading the
+    /// lock (`docs/tuning.md`). The cost is latency: a contended task may wait this long, plus
+    /// the kernel's timer slack (50 us by default), where it would otherwise wait microseconds.
+    pub task_nap_us: u32,
     /// A test aid, not a tuning knob, present only with the `test-aids` feature: busy-wait
     /// this many nanoseconds inside every critical section (after the lock is taken), so that
     /// a known slowdown can be injected and a regression test shown to catch it (`chantest
@@ -65,12 +74,14 @@ impl AdaptiveParams {
     /// The defaults: never spin as a locker (`spin_ns` 0); spin 2 us only as the waiter first
     /// in line (`wait_spin_ns`, which `chan` asks for on channels of at most one buffer);
     /// yield for up to 20 us before the futex sleep (`yield_ns`), since a futex sleep and wake
-    /// costs far more than a yield. Chosen by measurement: the figures are in the
+    /// costs far more than a yield; a task's locker naps 20 us at a time once a yield has not
+    /// freed the lock (`task_nap_us`). Chosen by measurement: the figures are in the
     /// repository's `docs/tuning.md`.
     pub const DEFAULT: AdaptiveParams = AdaptiveParams {
         spin_ns: 0,
         wait_spin_ns: 2_000,
         yield_ns: 20_000,
+        task_nap_us: 20,
         #[cfg(feature = "test-aids")]
         hold_ns: 0,
     };
@@ -90,6 +101,12 @@ impl AdaptiveParams {
     /// With [`yield_ns`](Self::yield_ns) set.
     pub const fn with_yield_ns(mut self, ns: u32) -> Self {
         self.yield_ns = ns;
+        self
+    }
+
+    /// With [`task_nap_us`](Self::task_nap_us) set.
+    pub const fn with_task_nap_us(mut self, us: u32) -> Self {
+        self.task_nap_us = us;
         self
     }
 
@@ -119,6 +136,9 @@ impl fmt::Display for AdaptiveParams {
         if self.yield_ns != Self::DEFAULT.yield_ns {
             write!(f, ":yield_ns={}", self.yield_ns)?;
         }
+        if self.task_nap_us != Self::DEFAULT.task_nap_us {
+            write!(f, ":task_nap_us={}", self.task_nap_us)?;
+        }
         #[cfg(feature = "test-aids")]
         if self.hold_ns != Self::DEFAULT.hold_ns {
             write!(f, ":hold_ns={}", self.hold_ns)?;
@@ -129,14 +149,22 @@ impl fmt::Display for AdaptiveParams {
 
 impl Params for AdaptiveParams {
     #[cfg(not(feature = "test-aids"))]
-    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns"];
+    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns", "task_nap_us"];
     #[cfg(feature = "test-aids")]
-    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns", "hold_ns"];
+    const KEYS: &'static [&'static str] = &[
+        "spin_ns",
+        "wait_spin_ns",
+        "yield_ns",
+        "task_nap_us",
+        "hold_ns",
+    ];
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "spin_ns" => self.spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             "wait_spin_ns" => self.wait_spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
             "yield_ns" => self.yield_ns = parse_num(key, value, 1_000_000_000)? as u32,
+            // Capped at 1 s, as the other waits.
+            "task_nap_us" => self.task_nap_us = parse_num(key, value, 1_000_000)? as u32,
             // Capped at 1 ms: a longer hold only makes a test aid into a hang.
             #[cfg(feature = "test-aids")]
             "hold_ns" => self.hold_ns = parse_num(key, value, 1_000_000)? as u32,
@@ -240,6 +268,18 @@ fn hold_loops_per_1024ns() -> u32 {
 
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
+
+/// Sleeps `us` microseconds: a task's locker keeping its worker off a contended lock.
+#[cfg(not(loom))]
+fn nap(us: u32) {
+    std::thread::sleep(std::time::Duration::from_micros(u64::from(us)));
+}
+
+/// Loom has no time: a nap is a yield, which lets the holder run.
+#[cfg(loom)]
+fn nap(_us: u32) {
+    yield_now();
+}
 
 /// Spin for a bounded time, then block on a futex.
 ///
@@ -374,6 +414,33 @@ impl Adaptive {
         }
     }
 
+    /// What every acquisition does once the lock is ours: count it, and with the `test-aids`
+    /// feature, busy-wait `hold_ns`.
+    #[inline]
+    fn acquired(&self) {
+        count!(acquisitions);
+        #[cfg(feature = "test-aids")]
+        if self.params.hold_ns != 0 {
+            hold(self.params.hold_ns);
+        }
+    }
+
+    /// The slow path of `lock_in_task`: one yield, then naps of `us` microseconds. The
+    /// napper counts as no sleeper, so no unlock wakes it, and unlock stays a plain store.
+    #[cold]
+    fn lock_napping(&self, us: u32) {
+        count!(contended);
+        count!(yields);
+        yield_now();
+        loop {
+            if self.state.load(Relaxed) == UNLOCKED && self.try_acquire() {
+                return;
+            }
+            count!(sleeps);
+            nap(us);
+        }
+    }
+
     /// Takes the lock unless `deadline` passes first; the engine of `RawMutexTimed`.
     #[cfg(not(loom))]
     pub(crate) fn try_lock_until(&self, deadline: Instant) -> bool {
@@ -419,11 +486,20 @@ unsafe impl Strategy for Adaptive {
         if !self.try_acquire() {
             self.lock_contended();
         }
-        count!(acquisitions);
-        #[cfg(feature = "test-aids")]
-        if self.params.hold_ns != 0 {
-            hold(self.params.hold_ns);
+        self.acquired();
+    }
+
+    /// Yields once, then naps [`AdaptiveParams::task_nap_us`] at a time until the lock is
+    /// free: see there.
+    #[inline]
+    fn lock_in_task(&self) {
+        if !self.try_acquire() {
+            match self.params.task_nap_us {
+                0 => self.lock_contended(),
+                us => self.lock_napping(us),
+            }
         }
+        self.acquired();
     }
 
     #[inline]

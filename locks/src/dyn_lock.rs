@@ -157,6 +157,13 @@ macro_rules! dyn_lock {
             }
 
             #[inline]
+            fn lock_in_task(&self) {
+                match self {
+                    $(DynLock::$variant(l) => Strategy::lock_in_task(l),)+
+                }
+            }
+
+            #[inline]
             fn try_lock(&self) -> bool {
                 match self {
                     $(DynLock::$variant(l) => Strategy::try_lock(l),)+

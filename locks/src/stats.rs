@@ -26,7 +26,8 @@ pub struct Snapshot {
     pub spins: u64,
     /// `sched_yield` calls.
     pub yields: u64,
-    /// Millisecond-scale sleeps (the spin-and-yield strategy's last resort).
+    /// Timed sleeps: the spin-and-yield strategy's last resort (milliseconds), and the
+    /// adaptive lock's naps in a task (microseconds).
     pub sleeps: u64,
     /// `FUTEX_WAIT` calls: each is a potential trip through the scheduler.
     pub futex_waits: u64,

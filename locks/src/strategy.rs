@@ -42,6 +42,17 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
 
     /// Acquires the lock, waiting as long as it takes.
     fn lock(&self);
+    /// Acquires the lock for an async task, on an executor's worker thread.
+    ///
+    /// Tasks that share a worker never contend for a lock that no task holds across an
+    /// `await` (as `chan`'s are held), so contention seen here is another worker, or thread,
+    /// using the same lock. A strategy may then keep this worker off the lock for longer than
+    /// it would keep a thread: while it is away the other worker runs the whole exchange,
+    /// instead of the two bouncing the lock's cache line between them. The default is
+    /// [`lock`](Self::lock).
+    fn lock_in_task(&self) {
+        self.lock()
+    }
     /// Acquires the lock if it is free now.
     fn try_lock(&self) -> bool;
     /// Releases the lock.

@@ -11,6 +11,8 @@ use loom::thread;
 
 /// `threads` threads each take the lock once and bump a counter that loom checks for data
 /// races: a missing happens-before edge or a second holder fails the model.
+/// The first thread locks as an async task's poll does (`lock_in_task`), the others as
+/// threads.
 fn exclusion<S: Strategy>(make: fn() -> S, threads: usize) {
     let mut model = loom::model::Builder::new();
     // A polling lock makes every failed attempt a branch; give such models room.
@@ -18,10 +20,13 @@ fn exclusion<S: Strategy>(make: fn() -> S, threads: usize) {
     model.check(move || {
         let shared = Arc::new((make(), UnsafeCell::new(0usize)));
         let handles: Vec<_> = (0..threads)
-            .map(|_| {
+            .map(|t| {
                 let shared = shared.clone();
                 thread::spawn(move || {
-                    shared.0.lock();
+                    match t {
+                        0 => shared.0.lock_in_task(),
+                        _ => shared.0.lock(),
+                    }
                     shared.1.with_mut(|v| unsafe { *v += 1 });
                     // SAFETY: locked just above.
                     unsafe { shared.0.unlock() };
@@ -71,6 +76,11 @@ fn adaptive_exclusion() {
             )
         },
         3,
+    );
+    // A task's locker that waits as a thread's does.
+    exclusion(
+        || Adaptive::new(AdaptiveParams::DEFAULT.with_task_nap_us(0)),
+        2,
     );
 }
 

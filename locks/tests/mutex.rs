@@ -9,7 +9,9 @@
 #![cfg(not(loom))]
 
 use locks::lock_api::{MutexGuard, RawMutex};
-use locks::{Adaptive, Backend, Mutex, SemLock, Semaphore, SpinYield, Strategy, Visit, Waiter};
+use locks::{
+    Adaptive, Backend, DynLock, Mutex, SemLock, Semaphore, SpinYield, Strategy, Visit, Waiter,
+};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
@@ -76,12 +78,16 @@ fn strategy_exclusion<S: Strategy>(params: S::Params, threads: usize) {
     unsafe impl<S: Sync> Send for Shared<S> {}
     let iters = testkit::scaled(10_000, 100) as u64;
     let handles: Vec<_> = (0..threads)
-        .map(|_| {
+        .map(|t| {
             let s = Shared(lock.clone());
             thread::spawn(move || {
                 let s = s;
                 for _ in 0..iters {
-                    s.0 .0.lock();
+                    // Half the threads lock as a task's poll does, against the others.
+                    match t % 2 {
+                        0 => s.0 .0.lock(),
+                        _ => s.0 .0.lock_in_task(),
+                    }
                     // SAFETY: we hold the lock.
                     unsafe { *s.0 .1.get() += 1 };
                     unsafe { s.0 .0.unlock() };
@@ -115,6 +121,8 @@ fn mutual_exclusion_with_unusual_parameters() {
     for name in [
         "adaptive:yield_ns=0",
         "adaptive:spin_ns=100000",
+        "adaptive:task_nap_us=0",
+        "adaptive:task_nap_us=1",
         #[cfg(feature = "test-aids")]
         "adaptive:hold_ns=200",
         "spin:yields=0:sleep_us=1",
@@ -447,15 +455,32 @@ fn exclusion<S: Strategy + RawMutex>(p: S::Params) {
     let shared = Arc::new(Shared(S::with_params(p), UnsafeCell::new(0)));
     let typed = Arc::new(Mutex::<S, u64>::from_raw(S::with_params(p), 0));
     let named = Arc::new(testkit::backend::<S>(p).mutex(0u64));
+    let dynamic = Arc::new(Shared(
+        DynLock::with_params(testkit::backend::<S>(p)),
+        UnsafeCell::new(0),
+    ));
     let threads: Vec<_> = (0..3)
-        .map(|_| {
+        .map(|t| {
             let (shared, typed, named) = (shared.clone(), typed.clone(), named.clone());
+            let dynamic = dynamic.clone();
             thread::spawn(move || {
                 for i in 0..iters {
-                    Strategy::lock(&shared.0);
+                    // One thread locks as a task's poll does, against the other two.
+                    match t {
+                        0 => Strategy::lock_in_task(&shared.0),
+                        _ => Strategy::lock(&shared.0),
+                    }
                     // SAFETY: we hold the lock.
                     unsafe { *shared.1.get() += 1 };
                     unsafe { Strategy::unlock(&shared.0) };
+                    // The by-name lock forwards `lock_in_task` to its backend's.
+                    match (t + i as usize) % 2 {
+                        0 => Strategy::lock_in_task(&dynamic.0),
+                        _ => Strategy::lock(&dynamic.0),
+                    }
+                    // SAFETY: we hold the lock.
+                    unsafe { *dynamic.1.get() += 1 };
+                    unsafe { Strategy::unlock(&dynamic.0) };
                     *typed.lock() += 1;
                     if i % 2 == 0 {
                         *named.lock() += 1;
@@ -471,6 +496,8 @@ fn exclusion<S: Strategy + RawMutex>(p: S::Params) {
     threads.into_iter().for_each(|t| t.join().unwrap());
     // SAFETY: every thread joined.
     assert_eq!(unsafe { *shared.1.get() }, 3 * iters);
+    // SAFETY: as above.
+    assert_eq!(unsafe { *dynamic.1.get() }, 3 * iters);
     assert_eq!((*typed.lock(), *named.lock()), (3 * iters, 3 * iters));
     assert!(!Strategy::is_locked(&shared.0) && !typed.is_locked() && !named.is_locked());
 }

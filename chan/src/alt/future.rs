@@ -107,7 +107,7 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 lock_order,
                 ..
             } = &mut *self.alt;
-            let mut locks = Locks::lock(arms, lock_order);
+            let mut locks = Locks::lock_in_task(arms, lock_order);
             if let Some((fired, w)) = locks.poll(poll_order) {
                 drop(locks);
                 self.stage = Stage::Done;
@@ -171,7 +171,7 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
             let Alt {
                 arms, lock_order, ..
             } = &mut *self.alt;
-            let locks = Locks::lock(arms, lock_order);
+            let locks = Locks::lock_in_task(arms, lock_order);
             if ctx.selected() != Selected::Waiting {
                 drop(locks);
                 continue;
@@ -182,7 +182,7 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
             }
             drop(locks);
             let new = cx.waker().clone();
-            let locks = Locks::lock(arms, lock_order);
+            let locks = Locks::lock_in_task(arms, lock_order);
             if ctx.selected() != Selected::Waiting {
                 drop(locks);
                 drop(new);

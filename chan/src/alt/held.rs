@@ -34,6 +34,17 @@ impl<'g, 'a, L: Strategy, A: ArmPtr<'a, L>> Locks<'g, 'a, L, A> {
     /// Takes the lock of every arm's channel: `lock_order` holds one arm per distinct lock,
     /// in the order every alt takes them.
     pub(super) fn lock(arms: &'g mut [A], lock_order: &'g [usize]) -> Self {
+        Self::lock_with(arms, lock_order, false)
+    }
+
+    /// [`lock`](Self::lock) for an async alt, polled on an executor's worker: the first
+    /// lock is taken with [`Strategy::lock_in_task`], the others as a thread takes them, so
+    /// that a worker kept off a contended lock is never kept there holding another.
+    pub(super) fn lock_in_task(arms: &'g mut [A], lock_order: &'g [usize]) -> Self {
+        Self::lock_with(arms, lock_order, true)
+    }
+
+    fn lock_with(arms: &'g mut [A], lock_order: &'g [usize], task: bool) -> Self {
         let mut locks = Locks {
             arms,
             lock_order,
@@ -42,7 +53,11 @@ impl<'g, 'a, L: Strategy, A: ArmPtr<'a, L>> Locks<'g, 'a, L, A> {
             _arms: PhantomData,
         };
         for &i in lock_order {
-            locks.arms[i].lock().lock();
+            let lock = locks.arms[i].lock();
+            match task && locks.taken == 0 {
+                true => lock.lock_in_task(),
+                false => lock.lock(),
+            }
             locks.taken += 1;
         }
         locks

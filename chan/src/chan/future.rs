@@ -193,7 +193,7 @@ impl<T, W: Waiter> Op<T, W> {
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
             }
-            let st = sh.lock();
+            let st = sh.lock_in_task();
             if ctx.selected() != Selected::Waiting {
                 continue;
             }
@@ -203,7 +203,7 @@ impl<T, W: Waiter> Op<T, W> {
             }
             drop(st);
             let new = cx.waker().clone();
-            let st = sh.lock();
+            let st = sh.lock_in_task();
             if ctx.selected() != Selected::Waiting {
                 drop(st);
                 drop(new);
@@ -287,7 +287,7 @@ impl<T, W: Waiter> Op<T, W> {
                 None => {
                     // Cloning runs the executor's code: never under the lock.
                     waker.get_or_insert_with(|| cx.waker().clone());
-                    sh.lock()
+                    sh.lock_in_task()
                 }
             };
             if locked.is_closed() {
@@ -327,7 +327,7 @@ impl<T, W: Waiter> Op<T, W> {
                 Some(locked) => locked,
                 None => {
                     waker.get_or_insert_with(|| cx.waker().clone());
-                    sh.lock()
+                    sh.lock_in_task()
                 }
             };
             if let Some((v, w)) = locked.try_recv() {
@@ -379,7 +379,7 @@ impl<T, W: Waiter> Op<T, W> {
         if sh.summary_hint().send_would_wait(&sh.cap) {
             return self.send_slow(sh, None, v, cx);
         }
-        let mut st = sh.lock();
+        let mut st = sh.lock_in_task();
         match st.buffer_plainly(v) {
             Ok(()) => {
                 drop(st);
@@ -411,7 +411,7 @@ impl<T, W: Waiter> Op<T, W> {
         if sh.summary_hint().recv_would_wait() {
             return self.recv_slow(sh, None, cx);
         }
-        let mut st = sh.lock();
+        let mut st = sh.lock_in_task();
         match st.take_buffered() {
             Some(v) => {
                 drop(st);

@@ -512,6 +512,16 @@ impl<T, L: Strategy> Shared<T, L> {
         Locked { shared: self, lock }
     }
 
+    /// [`lock`](Self::lock) for an async operation, polled on an executor's worker: the
+    /// strategy's [`lock_in_task`](Strategy::lock_in_task), which may keep a contended worker
+    /// off the lock for longer than a thread.
+    #[inline]
+    pub(crate) fn lock_in_task(&self) -> Locked<'_, T, L> {
+        let lock = self.lock.get();
+        lock.lock_in_task();
+        Locked { shared: self, lock }
+    }
+
     /// Where this channel's lock comes in alt's lock order: its address, so that channels
     /// sharing Plan 9's global lock take it once; under loom the channel's creation number,
     /// the same in every modelled execution (loom has no global lock).
