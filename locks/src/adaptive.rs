@@ -416,7 +416,7 @@ impl Adaptive {
 
     /// What every acquisition does once the lock is ours: count it, and with the `test-aids`
     /// feature, busy-wait `hold_ns`.
-    #[inline]
+    #[inline(always)]
     fn acquired(&self) {
         count!(acquisitions);
         #[cfg(feature = "test-aids")]
@@ -602,10 +602,14 @@ unsafe impl Waiter for AdaptiveWaiter {
     }
 
     unsafe fn signal(this: *const Self) {
-        // SAFETY: the caller guarantees `this` is live; the swap is our last use of the
-        // reference, after which the waiter may be gone and we use only its address.
-        let state = unsafe { &(*this).state };
-        if state.swap(SET, Release) == PARKED {
+        // A raw pointer, not a reference: once the swap has published SET the waiter may
+        // return and free the word (a timed wait that wakes by itself sees SET without our
+        // futex wake), and a reference used after that, even only to become the address the
+        // wake takes, would be a dangling reference used (Miri catches it).
+        // SAFETY: the caller guarantees `this` is live.
+        let state = unsafe { &raw const (*this).state };
+        // SAFETY: live until the swap lands; afterwards only the address is used.
+        if unsafe { (*state).swap(SET, Release) } == PARKED {
             futex::wake_one(state);
         }
     }
