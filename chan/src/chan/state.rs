@@ -197,6 +197,23 @@ impl<T, W: locks::Waiter> State<T, W> {
         }
     }
 
+    /// Clears `RECEIVERS` if the receivers' queue has emptied (after a claim from it: the
+    /// senders' queue did not change, so its bit stands).
+    #[inline]
+    fn receiver_left(&mut self) {
+        if self.recvq.is_empty() {
+            self.flags &= !RECEIVERS;
+        }
+    }
+
+    /// Clears `SENDERS` if the senders' queue has emptied (after a claim from it).
+    #[inline]
+    fn sender_left(&mut self) {
+        if self.sendq.is_empty() {
+            self.flags &= !SENDERS;
+        }
+    }
+
     /// Recomputes the queue bits of `flags` after a queue changed.
     fn sync_flags(&mut self) {
         let mut f = self.flags & CLOSED;
@@ -246,7 +263,7 @@ impl<T, W: locks::Waiter> State<T, W> {
                 // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
                 unsafe { r.put(v) };
                 self.lend(&w);
-                self.sync_flags();
+                self.receiver_left();
                 Ok(Some(w))
             }
             None => {
@@ -330,18 +347,19 @@ impl<T, W: locks::Waiter> State<T, W> {
             }
             w
         });
-        self.sync_flags();
+        self.sender_left();
         claimed
     }
 
     /// Takes the first waiting sender's value (a rendezvous).
+    #[inline(always)]
     fn take_from_sender(&mut self) -> Option<(T, Option<Wake<W>>)> {
         // SAFETY: we claim `s` under the lock, so its slot is ours.
         let claimed = self
             .sendq
             .claim(false)
             .map(|(s, w)| (unsafe { s.take() }, w));
-        self.sync_flags();
+        self.sender_left();
         match claimed? {
             (Some(v), w) => Some((v, Some(w))),
             // A queued sender always holds its value; an empty one would be a bug, answered
