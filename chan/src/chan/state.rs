@@ -601,15 +601,19 @@ impl<T, L: Strategy> Shared<T, L> {
         }
     }
 
-    #[inline(never)]
+    #[inline]
     fn deliver_after_wake(&self, v: T, w: Wake<L::Waiter>) -> T {
         match catch_unwind(AssertUnwindSafe(|| w.wake())) {
             Ok(()) => v,
-            Err(p) => {
-                self.put_back(v, false);
-                resume_unwind(p)
-            }
+            Err(p) => self.put_back_and_unwind(v, p),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn put_back_and_unwind(&self, v: T, p: Box<dyn std::any::Any + Send>) -> ! {
+        self.put_back(v, false);
+        resume_unwind(p)
     }
 
     /// Puts a value that a receive had taken back into the channel, for a receive unwinding
