@@ -258,19 +258,25 @@ impl<T, W: locks::Waiter> State<T, W> {
     /// `Chan::send_impl` takes through `buffer_plainly`.)
     #[inline]
     fn send_to_receiver(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
-        match self.recvq.claim(false) {
-            Some((r, w)) => {
-                // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
-                unsafe { r.put(v) };
-                self.lend(&w);
-                self.receiver_left();
-                Ok(Some(w))
-            }
-            None => {
-                self.sync_flags();
-                self.buffer(v).map(|()| None)
-            }
+        match self.hand_to_receiver(v) {
+            Ok(w) => Ok(Some(w)),
+            Err(v) => self.buffer(v).map(|()| None),
         }
+    }
+
+    /// Claims the first receiver still waiting and puts `v` in its node; `v` back if every
+    /// queued one had given up. Only the receivers' queue changes, so only its bit.
+    #[inline]
+    fn hand_to_receiver(&mut self, v: T) -> Result<Wake<W>, T> {
+        let Some((r, w)) = self.recvq.claim(false) else {
+            self.receiver_left();
+            return Err(v);
+        };
+        // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
+        unsafe { r.put(v) };
+        self.lend(&w);
+        self.receiver_left();
+        Ok(w)
     }
 
     /// Completes a receive now if it can: from the buffer (refilling it from the first waiting
@@ -473,16 +479,13 @@ impl<T, W: locks::Waiter> State<T, W> {
     /// Puts a received value back into the channel, as [`give_back`](Self::give_back) does
     /// but for a value that was not lent (a receive unwinding from a partner's wake-up).
     pub(crate) fn return_value(&mut self, v: T) -> Option<Wake<W>> {
-        if let Some((r, w)) = self.recvq.claim(false) {
-            // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
-            unsafe { r.put(v) };
-            self.lend(&w);
-            self.sync_flags();
-            return Some(w);
+        match self.hand_to_receiver(v) {
+            Ok(w) => Some(w),
+            Err(v) => {
+                self.buf.push_front(v);
+                None
+            }
         }
-        self.sync_flags();
-        self.buf.push_front(v);
-        None
     }
 }
 
