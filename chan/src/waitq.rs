@@ -214,8 +214,9 @@ impl<W: locks::Waiter> Party<W> {
         }
         // The waiter's contract says `is_signalled` is the truth; a `wait` that returns early
         // by mistake is simply waited again.
-        while !self.waiter().is_signalled() {
-            self.waiter().wait();
+        let waiter = self.waiter();
+        while !waiter.is_signalled() {
+            waiter.wait();
         }
         true
     }

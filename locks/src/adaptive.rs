@@ -588,6 +588,7 @@ impl AdaptiveWaiter {
 // `wait_until` and `is_signalled` read with Acquire before reporting a signal; afterwards it
 // uses only the word's address (a futex wake, or nothing). It never waits.
 unsafe impl Waiter for AdaptiveWaiter {
+    #[inline]
     fn wait(&self) {
         self.park(None);
     }

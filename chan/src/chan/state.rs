@@ -9,6 +9,8 @@ use locks::Strategy;
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::Arc;
 
 /// What a lock-free reader may know, published at every unlock: how many values are
 /// buffered, whether senders or receivers are queued, whether the channel is closed.
@@ -79,7 +81,16 @@ const RESERVE: usize = 1024;
 // the allocation instead of adding lines that bounce between a sender's and a receiver's CPU.
 #[repr(C)]
 pub(crate) struct Shared<T, L: Strategy> {
-    lock: LockRef<L>,
+    /// Where the lock lives: in the channel, or Plan 9's global lock. Reached only through
+    /// `lock` (see there).
+    lock_home: LockRef<L>,
+    /// The lock, resolved once by [`Shared::new`]: `lock_home`'s own lock (in this same
+    /// allocation, which never moves: a `Shared` exists only inside its `Arc`) or the global
+    /// one. Taking the lock is then one load, where a `match` on `lock_home` cost a compare, a
+    /// jump and an address computation on every lock (by the disassembly). Every access to
+    /// the lock goes through this pointer, so that no other path's reborrow of the lock can
+    /// invalidate it under Stacked or Tree Borrows.
+    lock: *const L,
     /// The [`Summary`] as of the last unlock: lets `nbsend`/`nbrecv` fail and
     /// `len`/`is_closed` answer without taking the lock.
     summary: AtomicU64,
@@ -109,9 +120,10 @@ unsafe impl<T: Send, L: Strategy> Sync for Shared<T, L> {}
 impl<T, L: Strategy> Shared<T, L> {
     /// A channel buffering `nbuf` values (`usize::MAX`: unbounded), guarded by `lock`, with
     /// one handle of each side.
-    pub(super) fn new(nbuf: usize, lock: LockRef<L>) -> Self {
-        Shared {
-            lock,
+    pub(super) fn new(nbuf: usize, lock: LockRef<L>) -> Arc<Self> {
+        let mut shared = Arc::new(Shared {
+            lock_home: lock,
+            lock: ptr::null(),
             state: UnsafeCell::new(State {
                 // Reserve up front (bounded, so that a huge capacity costs nothing until
                 // used): a send should not allocate while holding the lock.
@@ -133,7 +145,10 @@ impl<T, L: Strategy> Shared<T, L> {
                     std::sync::atomic::AtomicUsize::new(0);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
-        }
+        });
+        let sh = Arc::get_mut(&mut shared).expect("a new `Arc` has no other handle");
+        sh.lock = sh.lock_home.get();
+        shared
     }
 
     /// Drops what is buffered, outside the lock (the last receiver has gone, so nothing can
@@ -334,10 +349,9 @@ impl<T, W: locks::Waiter> State<T, W> {
     }
 
     /// A backlog has drained: give its memory back, keeping [`RESERVE`] slots.
-    #[cold]
-    #[inline(never)] // keeps the allocator's code out of the receive path
+    #[inline]
     fn give_back_memory(&mut self) {
-        self.buf.shrink_to(RESERVE);
+        shrink_ring(&mut self.buf);
     }
 
     /// Moves the first waiting sender's value into the slot a receive just freed.
@@ -500,6 +514,18 @@ impl<T, W> Drop for State<T, W> {
     }
 }
 
+/// Shrinks a drained backlog's ring to [`RESERVE`] slots. Out of line and cold, to keep the
+/// allocator's code out of the receive path; `extern "C"`, so that the compiler knows it
+/// cannot unwind (an unwind out of it would abort the process instead: it could come only
+/// from the allocator failing, which aborts anyway). Knowing that, the receive path needs no
+/// unwinding landing pad for its lock guard, which it otherwise spills to the stack on every
+/// receive.
+#[cold]
+#[inline(never)]
+extern "C" fn shrink_ring<T>(buf: &mut Ring<T>) {
+    buf.shrink_to(RESERVE);
+}
+
 /// Drops every value, each on its own, so that one panicking `Drop` neither leaks the rest
 /// nor aborts the process by panicking again inside the ring's drop; the first panic then
 /// goes on (later ones are discarded).
@@ -528,7 +554,7 @@ pub(crate) struct Locked<'a, T, L: Strategy> {
 impl<T, L: Strategy> Shared<T, L> {
     #[inline]
     pub(crate) fn lock(&self) -> Locked<'_, T, L> {
-        let lock = self.lock.get();
+        let lock = self.raw_lock();
         lock.lock();
         Locked { shared: self, lock }
     }
@@ -538,7 +564,7 @@ impl<T, L: Strategy> Shared<T, L> {
     /// off the lock for longer than a thread.
     #[inline]
     pub(crate) fn lock_in_task(&self) -> Locked<'_, T, L> {
-        let lock = self.lock.get();
+        let lock = self.raw_lock();
         lock.lock_in_task();
         Locked { shared: self, lock }
     }
@@ -551,12 +577,15 @@ impl<T, L: Strategy> Shared<T, L> {
         #[cfg(loom)]
         return self.seq;
         #[cfg(not(loom))]
-        return self.lock.get() as *const L as usize;
+        return self.lock as usize;
     }
 
     /// The lock, for alt to order and take several channels' locks itself.
+    #[inline]
     pub(crate) fn raw_lock(&self) -> &L {
-        self.lock.get()
+        // SAFETY: `lock` points at the global lock (`'static`) or at `lock_home`'s, in this
+        // allocation, which lives as long as `self` and never moves (see `Shared::lock`).
+        unsafe { &*self.lock }
     }
 
     /// The state of a channel whose lock the caller already holds (alt).
