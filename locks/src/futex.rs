@@ -13,9 +13,42 @@ use std::time::Instant;
 mod imp {
     use super::*;
 
+    /// The futex system call, `op` on the word at `addr` with `val` and a timeout (FUTEX_WAIT
+    /// only; null: none).
+    ///
+    /// Called directly rather than through `atomic_wait`, which passes the word as an
+    /// `&AtomicU32` where the call takes a `*mut u32`: Miri now rejects that mismatch of a
+    /// variadic argument's type as undefined behaviour.
+    ///
+    /// # Safety
+    /// `addr` must be the address of a 32-bit word (the kernel treats an address that holds
+    /// no waiter as nobody to wake, so a stale one is harmless to FUTEX_WAKE), and `timeout`
+    /// null or a valid relative timeout.
+    #[cfg(target_os = "linux")]
+    #[inline]
+    unsafe fn futex(addr: *mut u32, op: libc::c_int, val: u32, timeout: *const libc::timespec) {
+        // SAFETY: forwarded; the kernel reads only `addr` and `timeout`.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                addr,
+                op | libc::FUTEX_PRIVATE_FLAG,
+                val,
+                timeout,
+            );
+        }
+    }
+
     #[inline]
     pub(crate) fn wait(word: &AtomicU32, expected: u32) {
         crate::stats::count!(futex_waits);
+        // SAFETY: `word` is a live, aligned 32-bit atomic for the whole call; FUTEX_WAIT only
+        // reads it and compares with `expected`; no timeout.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            futex(word.as_ptr(), libc::FUTEX_WAIT, expected, std::ptr::null())
+        };
+        #[cfg(not(target_os = "linux"))]
         atomic_wait::wait(word, expected);
     }
 
@@ -32,15 +65,7 @@ mod imp {
         };
         // SAFETY: `word` is a live, aligned 32-bit atomic for the whole call; FUTEX_WAIT only
         // reads it and compares with `expected`; `ts` is a valid relative timeout.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                expected,
-                &ts as *const libc::timespec,
-            );
-        }
+        unsafe { futex(word.as_ptr(), libc::FUTEX_WAIT, expected, &ts) };
     }
 
     /// Without a timed futex, poll: correct, if slower to notice a wake-up.
@@ -55,6 +80,18 @@ mod imp {
     #[inline]
     pub(crate) fn wake_one(word: *const AtomicU32) {
         crate::stats::count!(futex_wakes);
+        // SAFETY: only the address is used, never dereferenced here (the word may be gone:
+        // see the module's doc), and a cast, not `as_ptr`, keeps it so.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            futex(
+                word.cast::<u32>().cast_mut(),
+                libc::FUTEX_WAKE,
+                1,
+                std::ptr::null(),
+            )
+        };
+        #[cfg(not(target_os = "linux"))]
         atomic_wait::wake_one(word);
     }
 }
