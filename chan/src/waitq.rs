@@ -204,6 +204,10 @@ impl<W: locks::Waiter> Party<W> {
     /// aborted at the deadline, in which case no claimer will touch the context again once
     /// the owner has unlinked its nodes. If the waiter unwinds, the panic goes on, and the
     /// caller's [`Abandon`] guard makes the frame safe to leave.
+    // Inline: its callers, off the fast path, have saved their registers already, and the
+    // wait inside it ends at the first yield more often than not (see `locks::Waiter`'s
+    // implementations), so a frame of its own cost more than the wait's own instructions.
+    #[inline(always)]
     pub(crate) fn block(&self, deadline: Option<Instant>) -> bool {
         if let Some(d) = deadline {
             if !self.waiter().wait_until(d) && self.try_select(Selected::Aborted) {

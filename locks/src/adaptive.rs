@@ -190,37 +190,57 @@ impl Params for AdaptiveParams {
 /// Waits for `word` to leave the value `busy` without sleeping: PAUSE-spin for `spin_ns`
 /// (only if another CPU could be running the thread we wait for), then yield until
 /// `yield_ns` more have passed. Returns the last value seen, `busy` if the budgets ran out.
-#[inline]
+///
+/// Inline, up to the first yield, where most waits end (on one CPU, the partner runs during
+/// it): that part then runs in its caller's frame, whose registers are saved already, and
+/// only the spin and the further yields are calls. (Out of line, a blocked channel operation
+/// paid some 35 instructions per wait for the frames of this and its caller, by callgrind.)
+#[inline(always)]
 fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
     let mut s = word.load(Relaxed);
     if s != busy {
         return s;
     }
     if spin_ns != 0 && worth_spinning() {
-        let budget = Budget::start(spin_ns);
-        let mut spins = 0u32;
-        while s == busy && !budget.spent() {
-            spin_hint();
-            spins += 1;
-            s = word.load(Relaxed);
-        }
-        count!(spins, spins);
+        s = spin_while(word, busy, spin_ns);
     }
     if s == busy && yield_ns != 0 {
-        // Most waits end at the first yield (on one CPU, the partner runs during it), so the
-        // clock is read only when a second one is needed.
+        // The clock is read only when a second yield is needed.
         count!(yields);
         yield_now();
         s = word.load(Relaxed);
-        if s != busy {
-            return s;
+        if s == busy {
+            s = yield_while(word, busy, yield_ns);
         }
-        let budget = Budget::start(yield_ns);
-        while s == busy && !budget.spent() {
-            count!(yields);
-            yield_now();
-            s = word.load(Relaxed);
-        }
+    }
+    s
+}
+
+/// [`wait_while`]'s spin: PAUSE-hinted loads for `spin_ns`.
+#[inline(never)]
+fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
+    let budget = Budget::start(spin_ns);
+    let mut spins = 0u32;
+    let mut s = word.load(Relaxed);
+    while s == busy && !budget.spent() {
+        spin_hint();
+        spins += 1;
+        s = word.load(Relaxed);
+    }
+    count!(spins, spins);
+    s
+}
+
+/// [`wait_while`]'s yields after the first, for `yield_ns`.
+#[cold]
+#[inline(never)]
+fn yield_while(word: &AtomicU32, busy: u32, yield_ns: u32) -> u32 {
+    let budget = Budget::start(yield_ns);
+    let mut s = busy;
+    while s == busy && !budget.spent() {
+        count!(yields);
+        yield_now();
+        s = word.load(Relaxed);
     }
     s
 }
@@ -563,11 +583,20 @@ impl AdaptiveWaiter {
     }
 
     /// Sleeps until signalled or, given a deadline, until it passes; `true` if signalled.
+    /// Inline up to the first yield, as [`wait_while`] is: see there.
+    #[inline(always)]
     fn park(&self, deadline: Option<Instant>) -> bool {
         let p = self.params;
         if wait_while(&self.state, EMPTY, p.wait_spin_ns, p.yield_ns) == SET {
             return self.is_signalled();
         }
+        self.sleep(deadline)
+    }
+
+    /// [`park`](Self::park) once the spin and the yields are spent: sleep on the futex.
+    #[cold]
+    #[inline(never)]
+    fn sleep(&self, deadline: Option<Instant>) -> bool {
         loop {
             // Acquire on both outcomes: seeing SET must make the signaller's writes visible.
             if let Err(SET) = self.state.compare_exchange(EMPTY, PARKED, Acquire, Acquire) {
