@@ -475,6 +475,21 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
         self.tail = node;
     }
 
+    /// Unlinks `head`, the first node: [`remove`](Self::remove) for the node a claim takes,
+    /// with the tests that a node at the front needs no more.
+    #[inline]
+    fn pop_front(&mut self, head: &Node<T, W>) {
+        debug_assert!(ptr::eq(self.head, head) && head.linked.get());
+        head.linked.set(false);
+        let next = head.next.get();
+        self.head = next;
+        match next.is_null() {
+            true => self.tail = ptr::null(),
+            // SAFETY: linked nodes are alive.
+            false => unsafe { (*next).prev.set(ptr::null()) },
+        }
+    }
+
     /// Unlinks `node` if it is still queued here.
     pub(crate) fn remove(&mut self, node: &Node<T, W>) {
         if !node.linked.replace(false) {
@@ -517,7 +532,7 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
         // SAFETY: linked nodes and their contexts are alive; once claimed, a node's owner
         // waits for our signal, so the reference outlives the queue link.
         while let Some(n) = unsafe { self.head.as_ref() } {
-            self.remove(n);
+            self.pop_front(n);
             let token = n.token.get();
             let to = match closed {
                 false => Selected::Operation(token),

@@ -23,7 +23,7 @@ use crate::futex;
 use crate::spin::{worth_spinning, Budget};
 use crate::stats::count;
 use crate::strategy::{parse_num, Params, Strategy, Waiter};
-use crate::sync::{spin_hint, yield_now, AtomicU32, Ordering::*};
+use crate::sync::{fence, spin_hint, yield_now, AtomicU32, Ordering::*};
 use std::fmt;
 use std::time::Instant;
 
@@ -197,23 +197,27 @@ impl Params for AdaptiveParams {
 /// paid some 35 instructions per wait for the frames of this and its caller, by callgrind.)
 #[inline(always)]
 fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
-    let mut s = word.load(Relaxed);
+    let s = word.load(Relaxed);
     if s != busy {
         return s;
     }
     if spin_ns != 0 && worth_spinning() {
-        s = spin_while(word, busy, spin_ns);
-    }
-    if s == busy && yield_ns != 0 {
-        // The clock is read only when a second yield is needed.
-        count!(yields);
-        yield_now();
-        s = word.load(Relaxed);
-        if s == busy {
-            s = yield_while(word, busy, yield_ns);
+        let s = spin_while(word, busy, spin_ns);
+        if s != busy {
+            return s;
         }
     }
-    s
+    if yield_ns == 0 {
+        return busy;
+    }
+    // The clock is read only when a second yield is needed.
+    count!(yields);
+    yield_now();
+    let s = word.load(Relaxed);
+    if s != busy {
+        return s;
+    }
+    yield_while(word, busy, yield_ns)
 }
 
 /// [`wait_while`]'s spin: PAUSE-hinted loads for `spin_ns`.
@@ -556,7 +560,10 @@ const PARKED: u32 = 2;
 /// Signalling costs a system call only if the waiter had gone to sleep.
 pub struct AdaptiveWaiter {
     state: AtomicU32,
-    params: AdaptiveParams,
+    /// [`AdaptiveParams::wait_spin_ns`] and [`AdaptiveParams::yield_ns`], the two a wait
+    /// reads: a blocked operation writes its waiter on every wait, so it holds no more.
+    spin_ns: u32,
+    yield_ns: u32,
 }
 
 impl fmt::Debug for AdaptiveWaiter {
@@ -568,7 +575,8 @@ impl fmt::Debug for AdaptiveWaiter {
         };
         f.debug_struct("AdaptiveWaiter")
             .field("state", &state)
-            .field("params", &self.params)
+            .field("spin_ns", &self.spin_ns)
+            .field("yield_ns", &self.yield_ns)
             .finish()
     }
 }
@@ -578,7 +586,8 @@ impl AdaptiveWaiter {
     pub fn new(params: AdaptiveParams) -> Self {
         AdaptiveWaiter {
             state: AtomicU32::new(EMPTY),
-            params,
+            spin_ns: params.wait_spin_ns,
+            yield_ns: params.yield_ns,
         }
     }
 
@@ -586,9 +595,11 @@ impl AdaptiveWaiter {
     /// Inline up to the first yield, as [`wait_while`] is: see there.
     #[inline(always)]
     fn park(&self, deadline: Option<Instant>) -> bool {
-        let p = self.params;
-        if wait_while(&self.state, EMPTY, p.wait_spin_ns, p.yield_ns) == SET {
-            return self.is_signalled();
+        if wait_while(&self.state, EMPTY, self.spin_ns, self.yield_ns) == SET {
+            // The signal's Release is seen by a Relaxed load: this fence makes it
+            // synchronise, as an Acquire load of the word would (no instruction on x86).
+            fence(Acquire);
+            return true;
         }
         self.sleep(deadline)
     }

@@ -2,9 +2,9 @@
 //! crate is built with `--cfg loom`, so the same source is what the models check.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::AtomicU32;
+pub(crate) use loom::sync::atomic::{fence, AtomicU32};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::AtomicU32;
+pub(crate) use std::sync::atomic::{fence, AtomicU32};
 
 pub(crate) use std::sync::atomic::Ordering;
 
