@@ -173,7 +173,7 @@ impl<T, L: Strategy> Chan<T, L> {
 
     fn build(nbuf: usize, lock: LockRef<L>) -> Self {
         Chan {
-            shared: Shared::new(nbuf, lock),
+            shared: Arc::new(Shared::new(nbuf, lock)),
             role: Role::Both,
         }
     }

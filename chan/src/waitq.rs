@@ -218,11 +218,14 @@ impl<W: locks::Waiter> Party<W> {
         }
         // The waiter's contract says `is_signalled` is the truth; a `wait` that returns early
         // by mistake is simply waited again.
+        // No look before the first `wait`, which returns at once if the signal is in.
         let waiter = self.waiter();
-        while !waiter.is_signalled() {
+        loop {
             waiter.wait();
+            if waiter.is_signalled() {
+                return true;
+            }
         }
-        true
     }
 
     /// The owner leaves without a normal wake-up (its waiter unwound): abort the wait, or, if

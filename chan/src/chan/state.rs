@@ -9,8 +9,6 @@ use locks::Strategy;
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::ptr;
-use std::sync::Arc;
 
 /// What a lock-free reader may know, published at every unlock: how many values are
 /// buffered, whether senders or receivers are queued, whether the channel is closed.
@@ -81,16 +79,7 @@ const RESERVE: usize = 1024;
 // the allocation instead of adding lines that bounce between a sender's and a receiver's CPU.
 #[repr(C)]
 pub(crate) struct Shared<T, L: Strategy> {
-    /// Where the lock lives: in the channel, or Plan 9's global lock. Reached only through
-    /// `lock` (see there).
-    lock_home: LockRef<L>,
-    /// The lock, resolved once by [`Shared::new`]: `lock_home`'s own lock (in this same
-    /// allocation, which never moves: a `Shared` exists only inside its `Arc`) or the global
-    /// one. Taking the lock is then one load, where a `match` on `lock_home` cost a compare, a
-    /// jump and an address computation on every lock (by the disassembly). Every access to
-    /// the lock goes through this pointer, so that no other path's reborrow of the lock can
-    /// invalidate it under Stacked or Tree Borrows.
-    lock: *const L,
+    lock: LockRef<L>,
     /// The [`Summary`] as of the last unlock: lets `nbsend`/`nbrecv` fail and
     /// `len`/`is_closed` answer without taking the lock.
     summary: AtomicU64,
@@ -120,10 +109,9 @@ unsafe impl<T: Send, L: Strategy> Sync for Shared<T, L> {}
 impl<T, L: Strategy> Shared<T, L> {
     /// A channel buffering `nbuf` values (`usize::MAX`: unbounded), guarded by `lock`, with
     /// one handle of each side.
-    pub(super) fn new(nbuf: usize, lock: LockRef<L>) -> Arc<Self> {
-        let mut shared = Arc::new(Shared {
-            lock_home: lock,
-            lock: ptr::null(),
+    pub(super) fn new(nbuf: usize, lock: LockRef<L>) -> Self {
+        Shared {
+            lock,
             state: UnsafeCell::new(State {
                 // Reserve up front (bounded, so that a huge capacity costs nothing until
                 // used): a send should not allocate while holding the lock.
@@ -145,10 +133,7 @@ impl<T, L: Strategy> Shared<T, L> {
                     std::sync::atomic::AtomicUsize::new(0);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
-        });
-        let sh = Arc::get_mut(&mut shared).expect("a new `Arc` has no other handle");
-        sh.lock = sh.lock_home.get();
-        shared
+        }
     }
 
     /// Drops what is buffered, outside the lock (the last receiver has gone, so nothing can
@@ -554,7 +539,7 @@ pub(crate) struct Locked<'a, T, L: Strategy> {
 impl<T, L: Strategy> Shared<T, L> {
     #[inline]
     pub(crate) fn lock(&self) -> Locked<'_, T, L> {
-        let lock = self.raw_lock();
+        let lock = self.lock.get();
         lock.lock();
         Locked { shared: self, lock }
     }
@@ -564,7 +549,7 @@ impl<T, L: Strategy> Shared<T, L> {
     /// off the lock for longer than a thread.
     #[inline]
     pub(crate) fn lock_in_task(&self) -> Locked<'_, T, L> {
-        let lock = self.raw_lock();
+        let lock = self.lock.get();
         lock.lock_in_task();
         Locked { shared: self, lock }
     }
@@ -577,15 +562,12 @@ impl<T, L: Strategy> Shared<T, L> {
         #[cfg(loom)]
         return self.seq;
         #[cfg(not(loom))]
-        return self.lock as usize;
+        return self.lock.get() as *const L as usize;
     }
 
     /// The lock, for alt to order and take several channels' locks itself.
-    #[inline]
     pub(crate) fn raw_lock(&self) -> &L {
-        // SAFETY: `lock` points at the global lock (`'static`) or at `lock_home`'s, in this
-        // allocation, which lives as long as `self` and never moves (see `Shared::lock`).
-        unsafe { &*self.lock }
+        self.lock.get()
     }
 
     /// The state of a channel whose lock the caller already holds (alt).
