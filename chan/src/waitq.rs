@@ -60,7 +60,8 @@ pub(crate) enum Selected {
 
 impl Selected {
     // Encoding: 0 waiting, 1 aborted, then 2(token + 1) for an operation and one more for a
-    // close. Tokens are arm indices, far below `usize::MAX / 2`.
+    // close (`WaitQueue::claim` relies on that low bit). Tokens are arm indices, far below
+    // `usize::MAX / 2`.
     fn encode(self) -> usize {
         match self {
             Selected::Waiting => 0,
@@ -183,9 +184,15 @@ impl<W: locks::Waiter> Party<W> {
     /// Moves `select` from waiting to `to`; false if someone else ended the wait first.
     #[inline]
     fn try_select(&self, to: Selected) -> bool {
+        self.try_select_word(to.encode())
+    }
+
+    /// [`try_select`](Self::try_select) with `to` already encoded.
+    #[inline]
+    fn try_select_word(&self, to: usize) -> bool {
         // Acquire: a claimer sees the owner's writes to its nodes (a send arm's value).
         self.select
-            .compare_exchange(0, to.encode(), Acquire, Relaxed)
+            .compare_exchange(0, to, Acquire, Relaxed)
             .is_ok()
     }
 
@@ -394,8 +401,10 @@ pub(crate) struct Node<T, W> {
     next: Cell<*const Node<T, W>>,
     linked: Cell<bool>,
     ctx: Cell<*const Party<W>>,
-    /// What a claimer stores in the context's `select`: the alt arm index.
-    token: Cell<usize>,
+    /// What a claim by an operation stores in the context's `select`: `Selected::Operation`
+    /// of the alt arm index, encoded when the node is bound so that a claim only loads it (a
+    /// claim by `close` sets its low bit, which makes it `Selected::Closed` of the same arm).
+    selects: Cell<usize>,
     /// A sender's value, or where a receiver's value lands.
     slot: UnsafeCell<Option<T>>,
 }
@@ -407,7 +416,7 @@ impl<T, W> Node<T, W> {
             next: Cell::new(ptr::null()),
             linked: Cell::new(false),
             ctx: Cell::new(ptr::null()),
-            token: Cell::new(0),
+            selects: Cell::new(Selected::Operation(0).encode()),
             slot: UnsafeCell::new(slot),
         }
     }
@@ -415,7 +424,7 @@ impl<T, W> Node<T, W> {
     /// Points the node at its owner's context, before it is queued.
     pub(crate) fn bind(&self, ctx: &Party<W>, token: usize) {
         self.ctx.set(ctx);
-        self.token.set(token);
+        self.selects.set(Selected::Operation(token).encode());
     }
 
     /// Takes what the slot holds.
@@ -536,14 +545,17 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
         // waits for our signal, so the reference outlives the queue link.
         while let Some(n) = unsafe { self.head.as_ref() } {
             self.pop_front(n);
-            let token = n.token.get();
-            let to = match closed {
-                false => Selected::Operation(token),
-                true => Selected::Closed(token),
-            };
+            let to = n.selects.get() | usize::from(closed);
+            debug_assert_eq!(
+                Selected::decode(to),
+                match (closed, Selected::decode(n.selects.get())) {
+                    (true, Selected::Operation(t)) => Selected::Closed(t),
+                    (_, s) => s,
+                }
+            );
             let ctx = n.ctx.get();
             // SAFETY: as above: a linked node's context outlives its link.
-            if unsafe { (*ctx).try_select(to) } {
+            if unsafe { (*ctx).try_select_word(to) } {
                 // SAFETY: just claimed, under the lock.
                 return Some((n, unsafe { Party::claimed(ctx) }));
             }
