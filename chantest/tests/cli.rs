@@ -486,10 +486,13 @@ fn against_a_binary_that_never_answers_is_killed() {
         2,
     );
     let err = stderr(&o);
+    // Within the 2 s budget, or within ten times this build's slowest answer if that is
+    // longer (`answer_limit`): a loaded machine made it 2.2 s once, so the figure is not
+    // pinned here; the elapsed-time bound below is what matters.
     assert!(
         err.starts_with(&format!(
-            "chantest: --against: {sleeper} did not answer within 2s"
-        )),
+            "chantest: --against: {sleeper} did not answer within "
+        )) && err.contains("(killed it)"),
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
