@@ -48,7 +48,8 @@ pub struct AdaptiveParams {
     /// ([`Strategy::first_waiter`]; `chan` asks for one on channels of at most one buffer):
     /// how long a blocked channel operation that will be served next spins before yielding.
     /// Waiters further back never spin: with more blocked threads than CPUs, spinning ones
-    /// would take the CPU from the thread they wait for.
+    /// would take the CPU from the thread they wait for. A hand-off's locker
+    /// ([`Strategy::lock_in_hand_off`], which `chan` uses on the same channels) spins as long.
     pub wait_spin_ns: u32,
     /// How long to keep calling `sched_yield` after spinning, before sleeping on the futex,
     /// in nanoseconds; 0 never yields.
@@ -72,7 +73,8 @@ pub struct AdaptiveParams {
 
 impl AdaptiveParams {
     /// The defaults: never spin as a locker (`spin_ns` 0); spin 2 us only as the waiter first
-    /// in line (`wait_spin_ns`, which `chan` asks for on channels of at most one buffer);
+    /// in line or a hand-off's locker (`wait_spin_ns`, which `chan` asks for on channels of
+    /// at most one buffer);
     /// yield for up to 20 us before the futex sleep (`yield_ns`), since a futex sleep and wake
     /// costs far more than a yield; a task's locker naps 20 us at a time once a yield has not
     /// freed the lock (`task_nap_us`). Chosen by measurement: the figures are in the
@@ -369,19 +371,26 @@ impl Adaptive {
 
     #[cold]
     fn lock_contended(&self) {
-        self.lock_contended_until(None);
+        self.lock_contended_until(self.params.spin_ns, None);
     }
 
-    /// The slow path of `lock` and, with a deadline, of `try_lock_until`; `false` if the
-    /// deadline passed first.
+    /// [`lock_contended`](Self::lock_contended) for a hand-off's lock: spins as a first
+    /// waiter does (see [`Strategy::lock_in_hand_off`]).
     #[cold]
-    fn lock_contended_until(&self, deadline: Option<Instant>) -> bool {
+    fn lock_contended_in_hand_off(&self) {
+        self.lock_contended_until(self.params.wait_spin_ns, None);
+    }
+
+    /// The slow path of `lock` and, with a deadline, of `try_lock_until`, PAUSE-spinning up
+    /// to `spin_ns` before it yields; `false` if the deadline passed first.
+    #[cold]
+    fn lock_contended_until(&self, spin_ns: u32, deadline: Option<Instant>) -> bool {
         count!(contended);
         let p = self.params;
         // Watch the word, spinning and then yielding. A race lost to another locker sends it
         // back to watching, a few times, before it gives up and sleeps.
         for _ in 0..LOST_RACES {
-            if wait_while(&self.state, LOCKED, p.spin_ns, p.yield_ns) == LOCKED {
+            if wait_while(&self.state, LOCKED, spin_ns, p.yield_ns) == LOCKED {
                 break;
             }
             if self.try_acquire() {
@@ -468,7 +477,8 @@ impl Adaptive {
     /// Takes the lock unless `deadline` passes first; the engine of `RawMutexTimed`.
     #[cfg(not(loom))]
     pub(crate) fn try_lock_until(&self, deadline: Instant) -> bool {
-        let ok = self.try_acquire() || self.lock_contended_until(Some(deadline));
+        let ok =
+            self.try_acquire() || self.lock_contended_until(self.params.spin_ns, Some(deadline));
         if ok {
             count!(acquisitions);
         }
@@ -513,6 +523,16 @@ unsafe impl Strategy for Adaptive {
         self.acquired();
     }
 
+    /// Spins for [`AdaptiveParams::wait_spin_ns`], as a first waiter does (never on one
+    /// CPU), before it yields: see [`Strategy::lock_in_hand_off`].
+    #[inline]
+    fn lock_in_hand_off(&self) {
+        if !self.try_acquire() {
+            self.lock_contended_in_hand_off();
+        }
+        self.acquired();
+    }
+
     /// Yields once, then naps [`AdaptiveParams::task_nap_us`] at a time until the lock is
     /// free: see there.
     #[inline]
@@ -530,7 +550,7 @@ unsafe impl Strategy for Adaptive {
     fn try_lock(&self) -> bool {
         let ok = self.try_acquire();
         if ok {
-            count!(acquisitions);
+            self.acquired();
         }
         ok
     }

@@ -157,6 +157,13 @@ macro_rules! dyn_lock {
             }
 
             #[inline]
+            fn lock_in_hand_off(&self) {
+                match self {
+                    $(DynLock::$variant(l) => Strategy::lock_in_hand_off(l),)+
+                }
+            }
+
+            #[inline]
             fn lock_in_task(&self) {
                 match self {
                     $(DynLock::$variant(l) => Strategy::lock_in_task(l),)+

@@ -4,7 +4,7 @@
 //! |---|---|---|---|---|
 //! | [`SpinYield`] | `spin` | Plan 9's old lock | test-and-set; 1000 × `sched_yield`; then 1 ms sleeps | polls, yields, then sleeps |
 //! | [`SemLock`] | `sem` | Plan 9's 2013 semaphore lock | counter + futex [`Semaphore`], no spinning | futex sleep at once |
-//! | [`Adaptive`] | `adaptive` | std / Go / kanal / parking_lot | optional PAUSE-spin (`spin_ns`, TSC-timed, off by default, never on 1 CPU), `sched_yield` for ≤ 20 µs, then futex; a task's locker ([`Strategy::lock_in_task`]) yields once, then naps 20 µs at a time (`task_nap_us`) | on a channel of at most one buffer the first in line PAUSE-spins for 2 µs (`wait_spin_ns`, never on 1 CPU), the rest only yield; then `sched_yield` for ≤ 20 µs, then futex sleep |
+//! | [`Adaptive`] | `adaptive` | std / Go / kanal / parking_lot | optional PAUSE-spin (`spin_ns`, TSC-timed, off by default, never on 1 CPU), `sched_yield` for ≤ 20 µs, then futex; a hand-off's locker ([`Strategy::lock_in_hand_off`]: a channel of at most one buffer) PAUSE-spins 2 µs first (`wait_spin_ns`, never on 1 CPU); a task's locker ([`Strategy::lock_in_task`]) yields once, then naps 20 µs at a time (`task_nap_us`) | on a channel of at most one buffer the first in line PAUSE-spins for 2 µs (`wait_spin_ns`, never on 1 CPU), the rest only yield; then `sched_yield` for ≤ 20 µs, then futex sleep |
 //!
 //! Each is a [`lock_api::RawMutex`], so [`Mutex<R, T>`](Mutex), with `R` any of them
 //! (`Mutex<SemLock, T>`), is an ordinary mutex with guards ([`SpinYield`] and [`Adaptive`]

@@ -53,6 +53,19 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
     fn lock_in_task(&self) {
         self.lock()
     }
+    /// Acquires a lock that every holder keeps only for a hand-off between partners who are
+    /// running now (in `chan`: the lock of a channel of at most one buffer, where each
+    /// operation meets its partner or a single slot, and two threads rarely want the lock for
+    /// long). Contention here means the holder is mid-exchange on another CPU and will let go
+    /// within a few hundred nanoseconds, so a strategy may spin before it yields, as for a
+    /// [`first_waiter`](Self::first_waiter): a yield with other contenders runnable is a
+    /// context switch. The default is [`lock`](Self::lock).
+    ///
+    /// (Where a holder fills or drains a buffer of many slots, a locker that yields at once
+    /// lets the two sides work in batches, which spinning would break.)
+    fn lock_in_hand_off(&self) {
+        self.lock()
+    }
     /// Acquires the lock if it is free now.
     fn try_lock(&self) -> bool;
     /// Releases the lock.

@@ -14,6 +14,11 @@ use loom::thread;
 /// The first thread locks as an async task's poll does (`lock_in_task`), the others as
 /// threads.
 fn exclusion<S: Strategy>(make: fn() -> S, threads: usize) {
+    exclusion_locking(make, threads, S::lock);
+}
+
+/// [`exclusion`], the threads after the first locking with `lock`.
+fn exclusion_locking<S: Strategy>(make: fn() -> S, threads: usize, lock: fn(&S)) {
     let mut model = loom::model::Builder::new();
     // A polling lock makes every failed attempt a branch; give such models room.
     model.max_branches = 10_000;
@@ -25,7 +30,7 @@ fn exclusion<S: Strategy>(make: fn() -> S, threads: usize) {
                 thread::spawn(move || {
                     match t {
                         0 => shared.0.lock_in_task(),
-                        _ => shared.0.lock(),
+                        _ => lock(&shared.0),
                     }
                     shared.1.with_mut(|v| unsafe { *v += 1 });
                     // SAFETY: locked just above.
@@ -81,6 +86,12 @@ fn adaptive_exclusion() {
     exclusion(
         || Adaptive::new(AdaptiveParams::DEFAULT.with_task_nap_us(0)),
         2,
+    );
+    // A hand-off's locker, which spins (for `wait_spin_ns`) where a thread's does not.
+    exclusion_locking(
+        || Adaptive::new(AdaptiveParams::DEFAULT),
+        2,
+        Adaptive::lock_in_hand_off,
     );
 }
 

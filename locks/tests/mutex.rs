@@ -83,10 +83,12 @@ fn strategy_exclusion<S: Strategy>(params: S::Params, threads: usize) {
             thread::spawn(move || {
                 let s = s;
                 for _ in 0..iters {
-                    // Half the threads lock as a task's poll does, against the others.
-                    match t % 2 {
+                    // A third of the threads lock as a task's poll does, a third as a
+                    // hand-off's locker, against the others.
+                    match t % 3 {
                         0 => s.0 .0.lock(),
-                        _ => s.0 .0.lock_in_task(),
+                        1 => s.0 .0.lock_in_task(),
+                        _ => s.0 .0.lock_in_hand_off(),
                     }
                     // SAFETY: we hold the lock.
                     unsafe { *s.0 .1.get() += 1 };
@@ -473,9 +475,11 @@ fn exclusion<S: Strategy + RawMutex>(p: S::Params) {
                     // SAFETY: we hold the lock.
                     unsafe { *shared.1.get() += 1 };
                     unsafe { Strategy::unlock(&shared.0) };
-                    // The by-name lock forwards `lock_in_task` to its backend's.
-                    match (t + i as usize) % 2 {
+                    // The by-name lock forwards `lock_in_task` and `lock_in_hand_off` to its
+                    // backend's.
+                    match (t + i as usize) % 3 {
                         0 => Strategy::lock_in_task(&dynamic.0),
+                        1 => Strategy::lock_in_hand_off(&dynamic.0),
                         _ => Strategy::lock(&dynamic.0),
                     }
                     // SAFETY: we hold the lock.
