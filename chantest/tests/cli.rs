@@ -407,7 +407,7 @@ fn against_itself_runs_both_sides_interleaved() {
     not(feature = "test-aids"),
     ignore = "needs --features test-aids (hold_ns)"
 )]
-fn against_exit_statuses() {
+fn aided_against_exit_statuses() {
     let dir = scratch("against-status");
     // Too few repetitions for any interval: inconclusive, exit 4.
     let o = run(
@@ -543,7 +543,7 @@ fn budget_adds_repetitions_until_decided_or_spent() {
     not(feature = "test-aids"),
     ignore = "needs --features test-aids (hold_ns)"
 )]
-fn budget_stops_once_every_cell_is_decided() {
+fn aided_budget_stops_once_every_cell_is_decided() {
     let dir = scratch("budget-decided");
     let slow = slow_build(&dir);
     // A hundredfold difference is decided at the first look (R = 5) or the second (2R): the
@@ -701,7 +701,7 @@ fn a_spent_budget_leaves_undecided_cells_inconclusive() {
     not(feature = "test-aids"),
     ignore = "needs --features test-aids (hold_ns)"
 )]
-fn budget_re_runs_both_backends_of_a_compare() {
+fn aided_budget_re_runs_both_backends_of_a_compare() {
     // A backend against itself with no threshold: the budget adds rounds to both sides alike.
     let o = Command::new(BIN)
         .args([
@@ -766,7 +766,7 @@ fn a_short_run_off_a_terminal_prints_nothing_on_stderr() {
     not(feature = "test-aids"),
     ignore = "needs --features test-aids (hold_ns)"
 )]
-fn budget_and_calibrate_flags_are_checked() {
+fn aided_budget_and_calibrate_flags_are_checked() {
     for (args, want) in [
         (
             "--budget 10s",

@@ -109,7 +109,7 @@ fn refuses_what_it_cannot_count() {
     not(feature = "test-aids"),
     ignore = "needs --features test-aids (hold_ns)"
 )]
-fn against_exit_statuses() {
+fn aided_against_exit_statuses() {
     if !have_valgrind() {
         return;
     }

@@ -163,7 +163,7 @@ fn compare_runs_beside_peer_lanes() {
     not(feature = "test-aids"),
     ignore = "needs --features test-aids (hold_ns)"
 )]
-fn compare_asks_whether_ours_is_slower_than_a_peer() {
+fn aided_compare_asks_whether_ours_is_slower_than_a_peer() {
     // kanal (A) against adaptive over chan (B), with a ten-thousandfold threshold: ok.
     let o = run(
         "-N 2000 -R 5 -O 10 -M 1,2 --compare kanal,adaptive --threshold 10000 --budget 40s",
