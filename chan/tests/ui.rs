@@ -7,8 +7,9 @@
 use std::process::Command;
 
 /// The compiler release the `.stderr` files were written with. An older one words and lays
-/// out its own part of the output differently, so there the test says so and passes (the
-/// README's oldest toolchain runs every test in `.ci/publish-check`), and so does a nightly
+/// out its own part of the output differently, so there the test says so and passes (a user
+/// may run the tests on the README's oldest toolchain, which `.ci/publish-check` type-checks
+/// them with), and so does a nightly
 /// (whose output is a moving target, and whose `.ci/tsan` run sets flags that the
 /// compile-fail builds would not share); a newer stable release is compared, so that a
 /// change in what users see shows up.
