@@ -70,6 +70,16 @@ impl Summary {
     }
 }
 
+/// Whether a channel of capacity `cap` works by hand-offs: at most one buffer, so that each
+/// operation meets its partner or a single slot, and a party that has to wait is served by the
+/// partner's very next operation. Such a channel's first waiter and contended lockers may
+/// spin (`State::first_in_line`, `Shared::lock_contended`); on a larger buffer the two sides
+/// work in batches, which spinning would break (`docs/tuning.md`).
+#[inline]
+fn hands_off(cap: usize) -> bool {
+    cap <= 1
+}
+
 /// Buffer slots allocated up front (at most): a bounded channel's sends then rarely allocate
 /// under the lock, and an unbounded channel shrinks back to this once drained.
 const RESERVE: usize = 1024;
@@ -385,7 +395,7 @@ impl<T, W: locks::Waiter> State<T, W> {
     ///
     /// [`Strategy::first_waiter`]: locks::Strategy::first_waiter
     fn first_in_line(&self, side: u64) -> bool {
-        self.flags & side == 0 && self.cap <= 1
+        self.flags & side == 0 && hands_off(self.cap)
     }
 
     /// Queues a blocked sender's node.
@@ -556,7 +566,7 @@ impl<T, L: Strategy> Shared<T, L> {
     #[cold]
     #[inline(never)]
     fn lock_contended(&self, lock: &L) {
-        match self.cap <= 1 {
+        match hands_off(self.cap) {
             true => lock.lock_in_hand_off(),
             false => lock.lock(),
         }
