@@ -10,8 +10,8 @@
 //! to the thread we are waiting for.
 //!
 //! Unlock is a plain store, then a read of the sleeper count, and a futex wake only if it is
-//! not 0: no read-modify-write, so an uncontended unlock costs what Plan 9's spin lock's
-//! does. (Drepper's three-state mutex, std's, releases with a swap to learn whether anyone
+//! not 0 and no wake-up sent earlier is still on its way to a sleeper: no read-modify-write,
+//! so an uncontended unlock costs what Plan 9's spin lock's does. (Drepper's three-state mutex, std's, releases with a swap to learn whether anyone
 //! sleeps; that locked instruction drains the store buffer on every unlock.) A store followed
 //! by a load of another word needs a full fence on both sides to be sure one side sees the
 //! other; here the unlock's side is a compiler fence and the sleeper's side, taken once before
@@ -320,8 +320,11 @@ fn nap(_us: u32) {
 pub struct Adaptive {
     /// 1 while held.
     state: AtomicU32,
-    /// Threads asleep on `state`, or about to sleep: an unlock that reads 0 here wakes nobody.
+    /// Threads asleep on `wakes`, or about to sleep: an unlock that reads 0 here wakes nobody.
     sleepers: AtomicU32,
+    /// The word sleepers sleep on, odd while a wake-up is on its way to one of them: see
+    /// [`wake_sleeper`](Self::wake_sleeper).
+    wakes: AtomicU32,
     params: AdaptiveParams,
 }
 
@@ -342,6 +345,7 @@ impl Adaptive {
         Adaptive {
             state: AtomicU32::new(UNLOCKED),
             sleepers: AtomicU32::new(0),
+            wakes: AtomicU32::new(0),
             params,
         }
     }
@@ -358,6 +362,7 @@ impl Adaptive {
         Adaptive {
             state: AtomicU32::new(UNLOCKED),
             sleepers: AtomicU32::new(0),
+            wakes: AtomicU32::new(0),
             params,
         }
     }
@@ -401,22 +406,76 @@ impl Adaptive {
             return self.poll_until(deadline);
         }
         let got = loop {
+            let seen = self.take_wake();
+            // Pairs with the fence in `wake_sleeper`: an unlocker that found a wake-up on its
+            // way (and so woke nobody) either saw us take it, and woke, or made its unlock
+            // before this look at the word.
+            fence(SeqCst);
             if self.state.load(Relaxed) == UNLOCKED && self.try_acquire() {
                 break true;
             }
+            // Returns at once if `wakes` has moved on since we read it: a wake-up was sent
+            // after our look, perhaps before we were there to receive it.
             match deadline {
-                None => futex::wait(&self.state, LOCKED),
+                None => futex::wait(&self.wakes, seen),
                 #[cfg(not(loom))]
-                Some(d) if Instant::now() < d => futex::wait_until(&self.state, LOCKED, d),
+                Some(d) if Instant::now() < d => futex::wait_until(&self.wakes, seen, d),
                 Some(_) => break false,
             }
         };
         self.sleepers.fetch_sub(1, Relaxed);
         if !got && self.state.load(Relaxed) == UNLOCKED && self.sleepers.load(Relaxed) != 0 {
             // We may have taken the wake-up of the unlock just made; pass it on.
-            futex::wake_one(&self.state);
+            self.wake_sleeper();
         }
         got
+    }
+
+    /// A sleeper about to look at the lock: marks any wake-up on its way as received (whoever
+    /// it was meant for, this thread now looks at the lock, as the woken one would have), and
+    /// returns the value of `wakes` to sleep on.
+    fn take_wake(&self) -> u32 {
+        let mut w = self.wakes.load(Relaxed);
+        while w & 1 != 0 {
+            match self
+                .wakes
+                .compare_exchange(w, w.wrapping_add(1), Relaxed, Relaxed)
+            {
+                Ok(_) => return w.wrapping_add(1),
+                Err(now) => w = now,
+            }
+        }
+        w
+    }
+
+    /// Wakes a sleeper, unless a wake-up is already on its way to one: an unlocker that found
+    /// sleepers.
+    ///
+    /// A woken sleeper may wait milliseconds for a CPU, and until it runs it is still counted.
+    /// Were every unlock in that time to make its own futex call, the busy threads would pay
+    /// one system call per unlock for nothing (eight senders on two CPUs: a wake call every
+    /// 8-17 messages, against a sleep every 10,000 or more). So one wake-up is in flight at a
+    /// time: the
+    /// unlocker that sends it makes `wakes` odd, and the next sleeper to look at the lock makes
+    /// it even again ([`take_wake`](Self::take_wake)). Each change also moves the word on, so a
+    /// sleeper that read it before a wake-up was sent does not sleep through it.
+    #[cold]
+    #[inline(never)]
+    fn wake_sleeper(&self) {
+        // Orders our unlock before the look at `wakes`: see `lock_contended_until`.
+        fence(SeqCst);
+        let w = self.wakes.load(Relaxed);
+        if w & 1 != 0 {
+            return;
+        }
+        // A failure means another unlocker sent one first.
+        if self
+            .wakes
+            .compare_exchange(w, w.wrapping_add(1), Relaxed, Relaxed)
+            .is_ok()
+        {
+            futex::wake_one(&self.wakes);
+        }
     }
 
     /// Counts the caller among the sleepers and makes sure every unlock from now on sees it
@@ -562,7 +621,7 @@ unsafe impl Strategy for Adaptive {
         // load sees its count, or it sees our store.
         barrier::light();
         if self.sleepers.load(Relaxed) != 0 {
-            futex::wake_one(&self.state);
+            self.wake_sleeper();
         }
     }
 
