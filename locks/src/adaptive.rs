@@ -455,10 +455,11 @@ impl Adaptive {
     /// Were every unlock in that time to make its own futex call, the busy threads would pay
     /// one system call per unlock for nothing (eight senders on two CPUs: a wake call every
     /// 8-17 messages, against a sleep every 10,000 or more). So one wake-up is in flight at a
-    /// time: the
-    /// unlocker that sends it makes `wakes` odd, and the next sleeper to look at the lock makes
-    /// it even again ([`take_wake`](Self::take_wake)). Each change also moves the word on, so a
-    /// sleeper that read it before a wake-up was sent does not sleep through it.
+    /// time: the unlocker that sends it makes `wakes` odd, and the next sleeper to look at the
+    /// lock makes it even again ([`take_wake`](Self::take_wake)), whichever sleeper the kernel
+    /// woke. Each change also moves the word on, so a sleeper that read it before a wake-up
+    /// was sent does not sleep through it. An odd word with nobody asleep is harmless: every
+    /// sleeper takes the wake-up before its first look.
     #[cold]
     #[inline(never)]
     fn wake_sleeper(&self) {
