@@ -110,6 +110,8 @@ pub(crate) fn sample((ns, cycles): (u64, u64), used: Usage) -> Sample {
         ivcsw: used.ivcsw,
         futex_waits: 0,
         futex_wakes: 0,
+        yields: 0,
+        contended: 0,
     }
 }
 

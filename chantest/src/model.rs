@@ -79,6 +79,12 @@ pub(crate) struct Sample {
     /// Futex wakes by the locks and waiters (0 without the `stats` feature).
     #[serde(default)]
     pub futex_wakes: u64,
+    /// `sched_yield` calls by the locks and waiters (0 without the `stats` feature).
+    #[serde(default)]
+    pub yields: u64,
+    /// Lock acquisitions that found the lock held (0 without the `stats` feature).
+    #[serde(default)]
+    pub contended: u64,
 }
 
 /// The machine a run was made on: read by [`crate::machine::describe`].

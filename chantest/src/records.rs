@@ -209,6 +209,12 @@ pub(crate) struct Summary {
     /// Median futex wakes per message (with the `stats` feature).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub futex_wakes_per_msg: Option<f64>,
+    /// Median `sched_yield` calls per message (with the `stats` feature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yields_per_msg: Option<f64>,
+    /// Median contended lock acquisitions per message (with the `stats` feature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contended_per_msg: Option<f64>,
     /// Median ns per message divided by the reference's at the same point: the reference
     /// backend over `chan`, or the first transport when `chan` did not run.
     pub ratio_to_ref: f64,
@@ -572,6 +578,8 @@ impl Summary {
             ivcsw_per_msg: per_msg(|s| s.ivcsw),
             futex_waits_per_msg: stats.map(|()| per_msg(|s| s.futex_waits)),
             futex_wakes_per_msg: stats.map(|()| per_msg(|s| s.futex_wakes)),
+            yields_per_msg: stats.map(|()| per_msg(|s| s.yields)),
+            contended_per_msg: stats.map(|()| per_msg(|s| s.contended)),
             ratio_to_ref: f64::NAN,
             mb_per_s: msgs * cell.size as f64 / ns.median * 1e3,
         }

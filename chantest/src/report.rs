@@ -189,7 +189,7 @@ fn table(r: &Results, threshold: f64) -> String {
     }
     head.extend(["cpu ns/msg", "vcsw/msg", "ivcsw/msg"]);
     if p.stats {
-        head.extend(["fwait/msg", "fwake/msg"]);
+        head.extend(["fwait/msg", "fwake/msg", "yield/msg", "cont/msg"]);
     }
     if bandwidth {
         head.push("MB/s");
@@ -227,6 +227,8 @@ fn table(r: &Results, threshold: f64) -> String {
         if p.stats {
             row.push(s.futex_waits_per_msg.map_or_else(String::new, sig));
             row.push(s.futex_wakes_per_msg.map_or_else(String::new, sig));
+            row.push(s.yields_per_msg.map_or_else(String::new, sig));
+            row.push(s.contended_per_msg.map_or_else(String::new, sig));
         }
         if bandwidth {
             row.push(sig(s.mb_per_s));

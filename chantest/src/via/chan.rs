@@ -248,6 +248,8 @@ impl Clocks {
         Sample {
             futex_waits: stats.futex_waits,
             futex_wakes: stats.futex_wakes,
+            yields: stats.yields,
+            contended: stats.contended,
             ..measure::sample(self.stamp.since(&start.stamp), used)
         }
     }
