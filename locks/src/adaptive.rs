@@ -11,8 +11,9 @@
 //!
 //! Unlock is a plain store, then a read of the sleeper count, and a futex wake only if it is
 //! not 0 and no wake-up sent earlier is still on its way to a sleeper: no read-modify-write,
-//! so an uncontended unlock costs what Plan 9's spin lock's does. (Drepper's three-state mutex, std's, releases with a swap to learn whether anyone
-//! sleeps; that locked instruction drains the store buffer on every unlock.) A store followed
+//! so an uncontended unlock costs what Plan 9's spin lock's does. (Drepper's three-state
+//! mutex, std's, releases with a swap to learn whether anyone sleeps; that locked
+//! instruction drains the store buffer on every unlock.) A store followed
 //! by a load of another word needs a full fence on both sides to be sure one side sees the
 //! other; here the unlock's side is a compiler fence and the sleeper's side, taken once before
 //! it first sleeps, is `membarrier(2)` (see `barrier.rs`). Where that cannot be had, a
