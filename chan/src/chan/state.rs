@@ -212,7 +212,7 @@ impl<T, W: locks::Waiter> State<T, W> {
     #[inline]
     fn receiver_left(&mut self) {
         if self.recvq.is_empty() {
-            self.flags &= !RECEIVERS;
+            self.store_flags(self.flags & !RECEIVERS);
         }
     }
 
@@ -220,7 +220,7 @@ impl<T, W: locks::Waiter> State<T, W> {
     #[inline]
     fn sender_left(&mut self) {
         if self.sendq.is_empty() {
-            self.flags &= !SENDERS;
+            self.store_flags(self.flags & !SENDERS);
         }
     }
 
@@ -233,7 +233,21 @@ impl<T, W: locks::Waiter> State<T, W> {
         if !self.recvq.is_empty() {
             f |= RECEIVERS;
         }
-        self.flags = f;
+        self.store_flags(f);
+    }
+
+    /// Writes `flags` as one whole word, never narrower.
+    ///
+    /// Every change to the flags is followed, before the unlock, by a load of the whole word
+    /// (the summary that `Shared::publish` stores). Left to itself the compiler turns
+    /// `flags |= SENDERS` into a one-byte OR of the byte that holds the bit, and a load that
+    /// spans a narrower store still in flight cannot take its value from the store buffer: it
+    /// waits for the store to reach the cache. A volatile store is never narrowed. (Measured
+    /// on a task's rendezvous: 5-7 % of the time per message, O = 0 and 1, M = 1, 2, 8.)
+    #[inline(always)]
+    fn store_flags(&mut self, f: u64) {
+        // SAFETY: the place of a `&mut`: valid, aligned and ours.
+        unsafe { std::ptr::write_volatile(&mut self.flags, f) };
     }
 
     #[inline]
@@ -405,7 +419,7 @@ impl<T, W: locks::Waiter> State<T, W> {
     pub(crate) unsafe fn queue_sender(&mut self, node: &Node<T, W>) {
         // SAFETY: forwarded.
         unsafe { self.sendq.push(node) };
-        self.flags |= SENDERS;
+        self.store_flags(self.flags | SENDERS);
     }
 
     /// Queues a blocked receiver's node.
@@ -415,7 +429,7 @@ impl<T, W: locks::Waiter> State<T, W> {
     pub(crate) unsafe fn queue_receiver(&mut self, node: &Node<T, W>) {
         // SAFETY: forwarded.
         unsafe { self.recvq.push(node) };
-        self.flags |= RECEIVERS;
+        self.store_flags(self.flags | RECEIVERS);
     }
 
     /// Unlinks a sender's node if it is still queued.
@@ -435,7 +449,7 @@ impl<T, W: locks::Waiter> State<T, W> {
     /// Receivers stay queued while `keep_receivers` (a lent value may still come back to
     /// them).
     pub(crate) fn close_one(&mut self, keep_receivers: bool) -> Option<Wake<W>> {
-        self.flags |= CLOSED;
+        self.store_flags(self.flags | CLOSED);
         let receiver = match keep_receivers {
             true => None,
             false => self.recvq.claim(true),
