@@ -187,6 +187,20 @@ impl<W: locks::Waiter> Party<W> {
         self.try_select_word(to.encode())
     }
 
+    /// [`try_select_word`](Self::try_select_word) for a context whose every change of
+    /// `select` happens under the one channel lock the caller holds (see `Node::alone`):
+    /// nobody can move the word between the load and the store, so the claim needs no
+    /// locked instruction. The owner learns of the claim through `done` (a task's signal),
+    /// not through this store, so it orders nothing.
+    #[inline]
+    fn select_under_lock(&self, to: usize) -> bool {
+        if self.select.load(Relaxed) != 0 {
+            return false;
+        }
+        self.select.store(to, Relaxed);
+        true
+    }
+
     /// [`try_select`](Self::try_select) with `to` already encoded.
     #[inline]
     fn try_select_word(&self, to: usize) -> bool {
@@ -405,6 +419,12 @@ pub(crate) struct Node<T, W> {
     /// of the alt arm index, encoded when the node is bound so that a claim only loads it (a
     /// claim by `close` sets its low bit, which makes it `Selected::Closed` of the same arm).
     selects: Cell<usize>,
+    /// Whether its context waits on this node alone and gives up only under this channel's
+    /// lock (a task's send or receive future, `chan/future.rs`), so that a claim, which holds
+    /// that lock too, can take the context with a plain store. An alt's contexts are claimed
+    /// through several channels, and a thread aborts a timed wait without the lock: theirs
+    /// take the compare-and-swap.
+    alone: Cell<bool>,
     /// A sender's value, or where a receiver's value lands.
     slot: UnsafeCell<Option<T>>,
 }
@@ -417,6 +437,7 @@ impl<T, W> Node<T, W> {
             linked: Cell::new(false),
             ctx: Cell::new(ptr::null()),
             selects: Cell::new(Selected::Operation(0).encode()),
+            alone: Cell::new(false),
             slot: UnsafeCell::new(slot),
         }
     }
@@ -425,6 +446,13 @@ impl<T, W> Node<T, W> {
     pub(crate) fn bind(&self, ctx: &Party<W>, token: usize) {
         self.ctx.set(ctx);
         self.selects.set(Selected::Operation(token).encode());
+    }
+
+    /// [`bind`](Self::bind) for a context that waits on this node alone and is aborted only
+    /// under the lock of the channel the node is queued on (see `alone`).
+    pub(crate) fn bind_alone(&self, ctx: &Party<W>) {
+        self.bind(ctx, 0);
+        self.alone.set(true);
     }
 
     /// Takes what the slot holds.
@@ -548,7 +576,13 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
             let to = n.selects.get() | usize::from(closed);
             let ctx = n.ctx.get();
             // SAFETY: as above: a linked node's context outlives its link.
-            if unsafe { (*ctx).try_select_word(to) } {
+            let won = unsafe {
+                match n.alone.get() {
+                    true => (*ctx).select_under_lock(to),
+                    false => (*ctx).try_select_word(to),
+                }
+            };
+            if won {
                 // SAFETY: just claimed, under the lock.
                 return Some((n, unsafe { Party::claimed(ctx) }));
             }

@@ -122,7 +122,8 @@ impl<T, W: Waiter> Op<T, W> {
         self.at.set(at);
         // SAFETY: just written.
         let wait = unsafe { &*at };
-        wait.node.bind(&wait.ctx, 0);
+        // Alone: the one node of its context, and `cancel_queued` aborts under the lock.
+        wait.node.bind_alone(&wait.ctx);
         // SAFETY: `self` is pinned (every caller reaches it through `Pin`) and its drop
         // unlinks the node, under the lock, before the memory can go.
         unsafe {
