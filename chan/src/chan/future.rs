@@ -270,83 +270,110 @@ impl<T, W: Waiter> Op<T, W> {
         }
     }
 
-    /// A send that did not complete at once: `st` is the lock if the caller holds it (and
-    /// found the channel not in its common state), `None` if the send looked bound to wait,
-    /// so that the waker is cloned before locking rather than after a first try.
+    /// A send that found the channel, locked, in other than its common state: a receiver to
+    /// hand the value to, a full buffer, or closed. Out of line, and apart from
+    /// [`send_wait`](Self::send_wait): a rendezvous completes here with the few registers a
+    /// claim needs, without the saves that queueing a wait would cost it.
     #[inline(never)]
-    fn send_slow<L: Strategy<Waiter = W>>(
+    fn send_locked<L: Strategy<Waiter = W>>(
         &self,
         sh: &Shared<T, L>,
-        mut st: Option<Locked<'_, T, L>>,
-        mut v: T,
+        mut st: Locked<'_, T, L>,
+        v: T,
         cx: &TaskCx<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
-        let mut waker = None;
-        loop {
-            let mut locked = match st.take() {
-                Some(locked) => locked,
-                None => {
-                    // Cloning runs the executor's code: never under the lock.
-                    waker.get_or_insert_with(|| cx.waker().clone());
-                    sh.lock_in_task()
-                }
-            };
-            if locked.is_closed() {
-                drop(locked);
-                return Poll::Ready(Err(SendError(v)));
+        if st.is_closed() {
+            drop(st);
+            return Poll::Ready(Err(SendError(v)));
+        }
+        match st.try_send(v) {
+            Ok(w) => {
+                drop(st);
+                wake(w);
+                Poll::Ready(Ok(()))
             }
-            match locked.try_send(v) {
-                Ok(w) => {
-                    drop(locked);
-                    wake(w);
-                    return Poll::Ready(Ok(()));
-                }
-                Err(back) => v = back,
-            }
-            match waker.take() {
-                Some(waker) => {
-                    self.queue(&mut locked, Dir::Send, Some(v), waker);
-                    return Poll::Pending;
-                }
-                // Unlock, clone, and try again.
-                None => drop(locked),
+            Err(v) => {
+                // Full: the wait needs a waker, and cloning runs the executor's code, never
+                // under the lock.
+                drop(st);
+                self.send_wait(sh, v, cx)
             }
         }
     }
 
-    /// A receive that did not complete at once (see [`send_slow`](Self::send_slow)).
+    /// A send that must wait, or looked bound to: clones the waker first (never under the
+    /// lock), then locks and tries once more before queueing its wait.
     #[inline(never)]
-    fn recv_slow<L: Strategy<Waiter = W>>(
+    fn send_wait<L: Strategy<Waiter = W>>(
         &self,
         sh: &Shared<T, L>,
-        mut st: Option<Locked<'_, T, L>>,
+        v: T,
         cx: &TaskCx<'_>,
-    ) -> Poll<Result<T, RecvError>> {
-        let mut waker = None;
-        loop {
-            let mut locked = match st.take() {
-                Some(locked) => locked,
-                None => {
-                    waker.get_or_insert_with(|| cx.waker().clone());
-                    sh.lock_in_task()
-                }
-            };
-            if let Some((v, w)) = locked.try_recv() {
-                drop(locked);
-                return Poll::Ready(Ok(sh.deliver(v, w)));
+    ) -> Poll<Result<(), SendError<T>>> {
+        let waker = cx.waker().clone();
+        let mut st = sh.lock_in_task();
+        if st.is_closed() {
+            drop(st);
+            return Poll::Ready(Err(SendError(v)));
+        }
+        match st.try_send(v) {
+            Ok(w) => {
+                drop(st);
+                // The partner first: our clone's drop, after it, is user code that may panic.
+                wake(w);
+                drop(waker);
+                Poll::Ready(Ok(()))
             }
-            if locked.recv_closed() {
-                drop(locked);
-                return Poll::Ready(Err(RecvError));
-            }
-            match waker.take() {
-                Some(waker) => {
-                    self.queue(&mut locked, Dir::Recv, None, waker);
-                    return Poll::Pending;
-                }
-                None => drop(locked),
+            Err(v) => {
+                self.queue(&mut st, Dir::Send, Some(v), waker);
+                Poll::Pending
             }
         }
+    }
+
+    /// A receive that found the channel, locked, with nothing to take plainly: a sender to
+    /// take from, or nothing (see [`send_locked`](Self::send_locked)).
+    #[inline(never)]
+    fn recv_locked<L: Strategy<Waiter = W>>(
+        &self,
+        sh: &Shared<T, L>,
+        mut st: Locked<'_, T, L>,
+        cx: &TaskCx<'_>,
+    ) -> Poll<Result<T, RecvError>> {
+        if let Some((v, w)) = st.try_recv() {
+            drop(st);
+            return Poll::Ready(Ok(sh.deliver(v, w)));
+        }
+        if st.recv_closed() {
+            drop(st);
+            return Poll::Ready(Err(RecvError));
+        }
+        drop(st);
+        self.recv_wait(sh, cx)
+    }
+
+    /// A receive that must wait, or looked bound to (see [`send_wait`](Self::send_wait)).
+    #[inline(never)]
+    fn recv_wait<L: Strategy<Waiter = W>>(
+        &self,
+        sh: &Shared<T, L>,
+        cx: &TaskCx<'_>,
+    ) -> Poll<Result<T, RecvError>> {
+        let waker = cx.waker().clone();
+        let mut st = sh.lock_in_task();
+        if let Some((v, w)) = st.try_recv() {
+            drop(st);
+            // Delivered (the partner woken) before our clone's drop, which may panic.
+            let v = sh.deliver(v, w);
+            drop(waker);
+            return Poll::Ready(Ok(v));
+        }
+        if st.recv_closed() {
+            drop(st);
+            return Poll::Ready(Err(RecvError));
+        }
+        self.queue(&mut st, Dir::Recv, None, waker);
+        Poll::Pending
     }
 
     /// Polls a send whose value, while `Idle`, is in `value`.
@@ -378,7 +405,7 @@ impl<T, W: Waiter> Op<T, W> {
         // A hint, read without the fence that makes it exact: a send that looks bound to
         // wait gets its waker before locking rather than lock twice.
         if sh.summary_hint().send_would_wait(&sh.cap) {
-            return self.send_slow(sh, None, v, cx);
+            return self.send_wait(sh, v, cx);
         }
         let mut st = sh.lock_in_task();
         match st.buffer_plainly(v) {
@@ -386,7 +413,7 @@ impl<T, W: Waiter> Op<T, W> {
                 drop(st);
                 Poll::Ready(Ok(()))
             }
-            Err(v) => self.send_slow(sh, Some(st), v, cx),
+            Err(v) => self.send_locked(sh, st, v, cx),
         }
     }
 
@@ -410,7 +437,7 @@ impl<T, W: Waiter> Op<T, W> {
         self.stage.set(Stage::Done);
         // As for a send: a receive that looks bound to wait gets its waker first.
         if sh.summary_hint().recv_would_wait() {
-            return self.recv_slow(sh, None, cx);
+            return self.recv_wait(sh, cx);
         }
         let mut st = sh.lock_in_task();
         match st.take_buffered() {
@@ -418,7 +445,7 @@ impl<T, W: Waiter> Op<T, W> {
                 drop(st);
                 Poll::Ready(Ok(v))
             }
-            None => self.recv_slow(sh, Some(st), cx),
+            None => self.recv_locked(sh, st, cx),
         }
     }
 }
