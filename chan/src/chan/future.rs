@@ -278,21 +278,13 @@ impl<T, W: Waiter> Op<T, W> {
     fn send_locked<L: Strategy<Waiter = W>>(
         &self,
         sh: &Shared<T, L>,
-        mut st: Locked<'_, T, L>,
+        st: Locked<'_, T, L>,
         v: T,
         cx: &TaskCx<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
-        if st.is_closed() {
-            drop(st);
-            return Poll::Ready(Err(SendError(v)));
-        }
-        match st.try_send(v) {
-            Ok(w) => {
-                drop(st);
-                wake(w);
-                Poll::Ready(Ok(()))
-            }
-            Err(v) => {
+        match complete_send(st, v) {
+            Ok(done) => done,
+            Err((st, v)) => {
                 // Full: the wait needs a waker, and cloning runs the executor's code, never
                 // under the lock.
                 drop(st);
@@ -311,20 +303,11 @@ impl<T, W: Waiter> Op<T, W> {
         cx: &TaskCx<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
         let waker = cx.waker().clone();
-        let mut st = sh.lock_in_task();
-        if st.is_closed() {
-            drop(st);
-            return Poll::Ready(Err(SendError(v)));
-        }
-        match st.try_send(v) {
-            Ok(w) => {
-                drop(st);
-                // The partner first: our clone's drop, after it, is user code that may panic.
-                wake(w);
-                drop(waker);
-                Poll::Ready(Ok(()))
-            }
-            Err(v) => {
+        // Completed: the partner is woken inside, before our clone's drop at the end of this
+        // scope, which is user code that may panic.
+        match complete_send(sh.lock_in_task(), v) {
+            Ok(done) => done,
+            Err((mut st, v)) => {
                 self.queue(&mut st, Dir::Send, Some(v), waker);
                 Poll::Pending
             }
@@ -447,6 +430,29 @@ impl<T, W: Waiter> Op<T, W> {
             }
             None => self.recv_locked(sh, st, cx),
         }
+    }
+}
+
+/// A send under the lock, completed if it can be (closed, or a receiver or room for the
+/// value): the lock is released and any claimed receiver woken. Else the lock and the value
+/// back, for the caller to wait.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn complete_send<T, L: Strategy>(
+    mut st: Locked<'_, T, L>,
+    v: T,
+) -> Result<Poll<Result<(), SendError<T>>>, (Locked<'_, T, L>, T)> {
+    if st.is_closed() {
+        drop(st);
+        return Ok(Poll::Ready(Err(SendError(v))));
+    }
+    match st.try_send(v) {
+        Ok(w) => {
+            drop(st);
+            wake(w);
+            Ok(Poll::Ready(Ok(())))
+        }
+        Err(v) => Err((st, v)),
     }
 }
 
