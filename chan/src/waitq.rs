@@ -176,7 +176,9 @@ impl<W: locks::Waiter> Party<W> {
     }
 
     /// Gives up a task's wait: true if the wait is now aborted (no claimer will touch it
-    /// once its nodes are unlinked), false if a claimer won first.
+    /// once its nodes are unlinked), false if a claimer won first. A context whose node was
+    /// bound with [`Node::bind_alone`] must be aborted only under that channel's lock: its
+    /// claimers rely on it (`select_under_lock`).
     pub(crate) fn abort(&self) -> bool {
         self.try_select(Selected::Aborted)
     }

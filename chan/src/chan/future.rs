@@ -320,19 +320,16 @@ impl<T, W: Waiter> Op<T, W> {
     fn recv_locked<L: Strategy<Waiter = W>>(
         &self,
         sh: &Shared<T, L>,
-        mut st: Locked<'_, T, L>,
+        st: Locked<'_, T, L>,
         cx: &TaskCx<'_>,
     ) -> Poll<Result<T, RecvError>> {
-        if let Some((v, w)) = st.try_recv() {
-            drop(st);
-            return Poll::Ready(Ok(sh.deliver(v, w)));
+        match complete_recv(sh, st) {
+            Ok(done) => done,
+            Err(st) => {
+                drop(st);
+                self.recv_wait(sh, cx)
+            }
         }
-        if st.recv_closed() {
-            drop(st);
-            return Poll::Ready(Err(RecvError));
-        }
-        drop(st);
-        self.recv_wait(sh, cx)
     }
 
     /// A receive that must wait, or looked bound to (see [`send_wait`](Self::send_wait)).
@@ -343,20 +340,15 @@ impl<T, W: Waiter> Op<T, W> {
         cx: &TaskCx<'_>,
     ) -> Poll<Result<T, RecvError>> {
         let waker = cx.waker().clone();
-        let mut st = sh.lock_in_task();
-        if let Some((v, w)) = st.try_recv() {
-            drop(st);
-            // Delivered (the partner woken) before our clone's drop, which may panic.
-            let v = sh.deliver(v, w);
-            drop(waker);
-            return Poll::Ready(Ok(v));
+        // Completed: the partner is woken inside, before our clone's drop at the end of this
+        // scope, which is user code that may panic.
+        match complete_recv(sh, sh.lock_in_task()) {
+            Ok(done) => done,
+            Err(mut st) => {
+                self.queue(&mut st, Dir::Recv, None, waker);
+                Poll::Pending
+            }
         }
-        if st.recv_closed() {
-            drop(st);
-            return Poll::Ready(Err(RecvError));
-        }
-        self.queue(&mut st, Dir::Recv, None, waker);
-        Poll::Pending
     }
 
     /// Polls a send whose value, while `Idle`, is in `value`.
@@ -454,6 +446,26 @@ fn complete_send<T, L: Strategy>(
         }
         Err(v) => Err((st, v)),
     }
+}
+
+/// A receive under the lock, completed if it can be (a value buffered or a sender to take
+/// from, or closed and drained): the lock is released and any claimed sender woken. Else the
+/// lock back, for the caller to wait.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn complete_recv<'a, T, L: Strategy>(
+    sh: &Shared<T, L>,
+    mut st: Locked<'a, T, L>,
+) -> Result<Poll<Result<T, RecvError>>, Locked<'a, T, L>> {
+    if let Some((v, w)) = st.try_recv() {
+        drop(st);
+        return Ok(Poll::Ready(Ok(sh.deliver(v, w))));
+    }
+    if st.recv_closed() {
+        drop(st);
+        return Ok(Poll::Ready(Err(RecvError)));
+    }
+    Err(st)
 }
 
 /// A channel an async operation borrows (`&Chan`) or owns (an endpoint's `Chan`, so that the
