@@ -240,15 +240,12 @@ impl<W: locks::Waiter> Party<W> {
             // way, and it may still touch the waiter, so the untimed wait below finishes it.
         }
         // The waiter's contract says `is_signalled` is the truth, so a `wait` that returns
-        // early by mistake is simply waited again; and that `wait` returns at once if the
-        // signal is in, so there is no look before the first.
+        // early by mistake is simply waited again (`wait_checked` is the two together); and
+        // that `wait` returns at once if the signal is in, so there is no look before the
+        // first.
         let waiter = self.waiter();
-        loop {
-            waiter.wait();
-            if waiter.is_signalled() {
-                return true;
-            }
-        }
+        while !waiter.wait_checked() {}
+        true
     }
 
     /// The owner leaves without a normal wake-up (its waiter unwound): abort the wait, or, if

@@ -714,6 +714,13 @@ unsafe impl Waiter for AdaptiveWaiter {
         self.park(None);
     }
 
+    #[inline]
+    fn wait_checked(&self) -> bool {
+        // `park` reports SET only having read it with Acquire (or a fence), and never
+        // returns otherwise without a deadline.
+        self.park(None)
+    }
+
     fn wait_until(&self, deadline: Instant) -> bool {
         self.park(Some(deadline))
     }

@@ -210,6 +210,13 @@ macro_rules! dyn_lock {
             }
 
             #[inline]
+            fn wait_checked(&self) -> bool {
+                match self {
+                    $(DynWaiter::$variant(w) => w.wait_checked(),)+
+                }
+            }
+
+            #[inline]
             fn wait_until(&self, deadline: Instant) -> bool {
                 match self {
                     $(DynWaiter::$variant(w) => w.wait_until(deadline),)+

@@ -313,6 +313,11 @@ unsafe impl Waiter for SpinWaiter {
         poll(self.params, None, &self.set, 0, || self.is_signalled());
     }
 
+    fn wait_checked(&self) -> bool {
+        // `poll` without a deadline returns only once `is_signalled` has said so.
+        poll(self.params, None, &self.set, 0, || self.is_signalled())
+    }
+
     fn wait_until(&self, deadline: Instant) -> bool {
         #[cfg(loom)]
         let _ = deadline;

@@ -113,8 +113,9 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
 /// 1. [`wait`](Waiter::wait) returns normally only after [`signal`](Waiter::signal) has been
 ///    called on this waiter and has made its last access to `*this` (everything `signal` does
 ///    afterwards uses the address alone, such as a futex wake, which finds nobody at a stale
-///    address). The same holds when [`wait_until`](Waiter::wait_until) returns `true` and
-///    when [`is_signalled`](Waiter::is_signalled) returns `true`.
+///    address). The same holds when [`wait_until`](Waiter::wait_until),
+///    [`is_signalled`](Waiter::is_signalled) or [`wait_checked`](Waiter::wait_checked)
+///    returns `true`.
 /// 2. `signal` publishes the signal with a *Release* operation that `wait`, `wait_until` and
 ///    `is_signalled` read with *Acquire*, so what the signaller wrote before signalling is
 ///    visible to the woken thread.
@@ -127,6 +128,16 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
 pub unsafe trait Waiter: Send + Sync {
     /// Blocks until signalled; returns at once if that already happened.
     fn wait(&self);
+    /// [`wait`](Waiter::wait), then [`is_signalled`](Waiter::is_signalled): how `chan`
+    /// waits, so that a `wait` that returns early is waited again. The default makes both
+    /// calls; an implementation whose `wait` has just seen the signal may answer from that
+    /// sighting instead of reading its word a second time (the adaptive waiter's blocking
+    /// path is a few instructions shorter for it).
+    #[inline]
+    fn wait_checked(&self) -> bool {
+        self.wait();
+        self.is_signalled()
+    }
 
     /// Blocks until signalled or until `deadline`; `true` if signalled.
     ///

@@ -131,7 +131,10 @@ impl Visit for SignalModel {
                 // SAFETY: the waiter lives in the Arc, signalled once.
                 unsafe { S::Waiter::signal(&s2.0) };
             });
-            if !(timed && shared.0.wait_until(std::time::Instant::now())) {
+            // Untimed, the wait is chan's: `wait_checked` until it says yes.
+            if !timed {
+                while !shared.0.wait_checked() {}
+            } else if !shared.0.wait_until(std::time::Instant::now()) {
                 shared.0.wait();
             }
             assert!(shared.0.is_signalled());

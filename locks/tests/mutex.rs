@@ -278,6 +278,10 @@ fn waiters_made_by<S: Strategy>(lock: &S, new: fn(&S) -> S::Waiter) {
     w.wait();
     assert!(w.is_signalled());
     assert!(w.wait_until(Instant::now()));
+    assert!(
+        w.wait_checked(),
+        "a signalled waiter's checked wait says so"
+    );
 
     // Timing out, then being signalled after all.
     let w = new(lock);
@@ -285,8 +289,9 @@ fn waiters_made_by<S: Strategy>(lock: &S, new: fn(&S) -> S::Waiter) {
     unsafe { S::Waiter::signal(&w) };
     w.wait();
 
-    // Signalled from another thread, many times over, with the waiter dying right after.
-    for _ in 0..testkit::scaled(2000, 20) {
+    // Signalled from another thread, many times over, with the waiter dying right after
+    // (half the rounds wait as chan does, by `wait_checked`).
+    for round in 0..testkit::scaled(2000, 20) {
         let w = new(lock);
         let addr = &w as *const S::Waiter as usize;
         let t = thread::spawn(move || {
@@ -294,7 +299,10 @@ fn waiters_made_by<S: Strategy>(lock: &S, new: fn(&S) -> S::Waiter) {
             // cannot do before this signal.
             unsafe { S::Waiter::signal(addr as *const S::Waiter) }
         });
-        w.wait();
+        match round % 2 {
+            0 => w.wait(),
+            _ => while !w.wait_checked() {},
+        }
         t.join().unwrap();
     }
 }
@@ -563,10 +571,10 @@ fn waiters_freed_on_return<S: Strategy>(p: S::Params) {
             // cannot do before this signal.
             unsafe { S::Waiter::signal(ptr.0) }
         });
-        if round % 2 == 0 {
-            w.wait();
-        } else {
-            while !w.wait_until(Instant::now() + Duration::from_micros(round as u64 % 7)) {}
+        match round % 3 {
+            0 => w.wait(),
+            1 => while !w.wait_checked() {},
+            _ => while !w.wait_until(Instant::now() + Duration::from_micros(round as u64 % 7)) {},
         }
         assert!(w.is_signalled());
         drop(w);
