@@ -306,11 +306,12 @@ impl SpinWaiter {
 }
 
 // SAFETY: `signal` publishes with one Release store or RMW of the waiter's word, which `wait`,
-// `wait_until` and `is_signalled` read with Acquire before reporting a signal; afterwards it
-// uses only the word's address (a futex wake, or nothing). It never waits.
+// `wait_checked`, `wait_until` and `is_signalled` read with Acquire before reporting a
+// signal; afterwards it uses only the word's address (a futex wake, or nothing). It never
+// waits.
 unsafe impl Waiter for SpinWaiter {
     fn wait(&self) {
-        poll(self.params, None, &self.set, 0, || self.is_signalled());
+        self.wait_checked();
     }
 
     fn wait_checked(&self) -> bool {
