@@ -116,9 +116,10 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
 ///    address). The same holds when [`wait_until`](Waiter::wait_until),
 ///    [`is_signalled`](Waiter::is_signalled) or [`wait_checked`](Waiter::wait_checked)
 ///    returns `true`.
-/// 2. `signal` publishes the signal with a *Release* operation that `wait`, `wait_until` and
-///    `is_signalled` read with *Acquire*, so what the signaller wrote before signalling is
-///    visible to the woken thread.
+/// 2. `signal` publishes the signal with a *Release* operation that `wait`, `wait_until`,
+///    `is_signalled` and `wait_checked` read with *Acquire* (or a Relaxed read and an
+///    Acquire fence), so what the signaller wrote before signalling is visible to the woken
+///    thread.
 /// 3. `signal` finishes in bounded time: it never waits for the waiting thread.
 ///
 /// `wait` and `wait_until` may unwind; `chan` then withdraws the wait and, if a partner had
