@@ -49,6 +49,9 @@ Examples:
   chantest --compare spin,adaptive -M 1..4 exit 1 if adaptive is slower than spin
   chantest --compare kanal,adaptive -O 10 -M 8
                                            exit 1 if adaptive (over chan) is slower than kanal
+  chantest --compare kanal-async,adaptive -O 0,1 -M 1,8 --per-process --budget 5m
+                                           ours with tasks (task, beside kanal-async's runtime)
+                                           against kanal, one process per repetition
   chantest --lock adaptive -O 10 -M 1,8 --against ../old/target/release/chantest --budget 60s
                                            this build against another, interleaved
   chantest --lock adaptive --metric instructions --against ../old/target/release/chantest
@@ -196,7 +199,8 @@ pub(crate) struct Args {
     pub baseline: Option<PathBuf>,
 
     /// Run backends A and B in alternation and flag B if slower than A (exit 1); A may be a
-    /// transport that takes no lock, e.g. kanal,adaptive: is adaptive over chan slower?
+    /// transport that takes no lock, e.g. kanal,adaptive: is adaptive over chan slower? Over
+    /// chan, task or task-mt (the one --via names; an async peer's own by default)
     #[arg(long, value_name = "A,B", value_parser = lock_pair)]
     pub compare: Option<LockPair>,
 
@@ -254,7 +258,8 @@ pub(crate) struct Args {
     pub pin: bool,
 
     /// Run each repetition of each cell in a fresh chantest process, lanes rotated, as
-    /// --against runs each side: no lane shares a process with another
+    /// --against runs each side: no lane shares a process with another (with --compare, A
+    /// and B take turns, and --budget adds processes)
     #[arg(long, conflicts_with_all = ["against", "calibrate", "plain", "inject_fault"])]
     pub per_process: bool,
 
@@ -607,7 +612,7 @@ impl Args {
             (Some(ViaList(v)), _) => v,
             (None, Some(p)) => p.vias().map_err(|e| usage!("baseline: {e}"))?,
             (None, None) => match self.compare {
-                Some(LockPair(Reference::Via(a), _)) => vec![Via::Chan, a],
+                Some(LockPair(Reference::Via(a), _)) => vec![a.ours(), a],
                 _ => vec![Via::Chan],
             },
         };
@@ -655,9 +660,9 @@ impl Args {
                  repetitions for undecided verdicts"
             ));
         }
-        if self.per_process && (baseline.is_some() || self.compare.is_some()) {
+        if self.per_process && baseline.is_some() {
             return Err(usage!(
-                "--per-process goes with a plain sweep, not --baseline or --compare (--against \
+                "--per-process goes with a plain sweep or --compare, not --baseline (--against \
                  already runs one process per repetition)"
             ));
         }
@@ -816,10 +821,11 @@ fn check_transports(plan: &Plan, compare: bool) -> Result<(), Error> {
             ));
         }
     }
-    if compare && !has(Via::Chan) {
+    let locked = plan.vias.iter().filter(|v| v.takes_lock()).count();
+    if compare && locked != 1 {
         return Err(usage!(
-            "--compare compares lock backends over chan (or one with a transport): --via must \
-             include chan"
+            "--compare compares lock backends over one transport (or one with a transport that \
+             takes no lock): --via must include exactly one of chan, task and task-mt, not {locked}"
         ));
     }
     Ok(())
@@ -842,6 +848,7 @@ fn check_cells(plan: &Plan, old: &Results, path: &Path) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::PeerChan;
     use clap::CommandFactory;
 
     #[test]
@@ -953,17 +960,44 @@ mod tests {
         assert_eq!(a.size, Some(4096));
         let s = args("chantest").unwrap().setup().unwrap();
         assert_eq!((s.plan.vias.as_slice(), s.plan.size), (&[Via::Chan][..], 8));
+        // --compare with a peer sets ours beside it on the same runtime, unless --via says.
+        for (line, want) in [
+            (
+                "chantest --compare kanal,sem",
+                [Via::Chan, Via::Peer(PeerChan::Kanal)],
+            ),
+            (
+                "chantest --compare kanal-async,sem",
+                [Via::Task, Via::Peer(PeerChan::KanalAsync)],
+            ),
+            (
+                "chantest --compare tokio-mt,sem",
+                [Via::TaskMt, Via::Peer(PeerChan::TokioMt)],
+            ),
+            (
+                "chantest --compare kanal-async,sem --via task-mt,kanal-async",
+                [Via::TaskMt, Via::Peer(PeerChan::KanalAsync)],
+            ),
+        ] {
+            let s = args(line).unwrap().setup().unwrap();
+            assert_eq!(s.plan.vias, want, "{line}");
+        }
+        let s = args("chantest --compare spin,sem --per-process")
+            .unwrap()
+            .setup()
+            .unwrap();
+        assert!(s.per_process && matches!(s.mode, Mode::Compare));
         for (line, want) in [
             ("chantest --via signal -M 1,2", "takes -M 1, not -M 2"),
             ("chantest --via chan,signal -S 16", "takes -S 8"),
             ("chantest --via shm -O 1000 -S 16M", "lower -O or -S"),
             (
                 "chantest --via pipe --compare spin,sem",
-                "must include chan",
+                "exactly one of chan, task and task-mt, not 0",
             ),
             (
                 "chantest --via task,task-mt --compare spin,sem",
-                "must include chan",
+                "exactly one of chan, task and task-mt, not 2",
             ),
             ("chantest --via task --calibrate", "leave out --via"),
         ] {

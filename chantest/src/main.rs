@@ -99,14 +99,27 @@ fn run() -> Result<ExitCode, Error> {
             against::compare(&setup.plan, &new, &old, setup.threshold, *budget)?.results
         }
         Mode::Baseline(old) => {
-            rerun::sweep(&setup.plan, setup.budget, rerun::Side::Cell, |r, looks| {
-                r.against_baseline(old, setup.threshold, looks)
-            })?
+            let runs = rerun::Runs::InProcess;
+            rerun::sweep(
+                &setup.plan,
+                setup.budget,
+                rerun::Side::Cell,
+                runs,
+                |r, looks| r.against_baseline(old, setup.threshold, looks),
+            )?
         }
         Mode::Compare => {
-            rerun::sweep(&setup.plan, setup.budget, rerun::Side::Point, |r, looks| {
-                r.between_backends(setup.threshold, looks)
-            })?
+            let runs = match setup.per_process {
+                true => rerun::Runs::PerProcess,
+                false => rerun::Runs::InProcess,
+            };
+            rerun::sweep(
+                &setup.plan,
+                setup.budget,
+                rerun::Side::Point,
+                runs,
+                |r, looks| r.between_backends(setup.threshold, looks),
+            )?
         }
         Mode::Sweep => {
             let measured = if setup.per_process {

@@ -201,6 +201,22 @@ impl PeerChan {
         )
     }
 
+    /// Our transport that runs the same way: `chan` for a peer on threads, `task` or
+    /// `task-mt` for one on tasks, on the same runtime (`--compare kanal-async,adaptive`).
+    pub(crate) fn ours(self) -> Via {
+        match self {
+            PeerChan::Kanal | PeerChan::Crossbeam | PeerChan::Flume | PeerChan::Std => Via::Chan,
+            PeerChan::KanalAsync
+            | PeerChan::FlumeAsync
+            | PeerChan::AsyncChannel
+            | PeerChan::Tokio => Via::Task,
+            PeerChan::KanalAsyncMt
+            | PeerChan::FlumeAsyncMt
+            | PeerChan::AsyncChannelMt
+            | PeerChan::TokioMt => Via::TaskMt,
+        }
+    }
+
     /// Whether it has no rendezvous channel (a capacity of 0 panics), so that `-O 0` runs it
     /// with one buffer, as the reports say.
     pub(crate) fn no_rendezvous(self) -> bool {
@@ -247,6 +263,15 @@ impl Via {
             Via::Signal => "signal",
             Via::Shm => "shm",
             Via::Peer(p) => p.name(),
+        }
+    }
+
+    /// Our transport to set beside this one in a comparison: a peer's own
+    /// ([`PeerChan::ours`]), else `chan`.
+    pub(crate) fn ours(self) -> Via {
+        match self {
+            Via::Peer(p) => p.ours(),
+            _ => Via::Chan,
         }
     }
 

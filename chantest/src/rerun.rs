@@ -5,20 +5,24 @@
 //! run again: one unmeasured warm-up round of the lanes that can be re-run, then [`STEP`]
 //! measured rounds of them taking turns, as the sweep did. What can be re-run is this build's
 //! side: with `--baseline` the new cell alone (the saved side's samples stay as saved), with
-//! `--compare` both backends of the point, so that they keep taking turns. Cells are judged
+//! `--compare` both sides of the point, so that they keep taking turns. Cells are judged
 //! at R, 2R, 4R, ... repetitions ([`Looks`]): a re-run stops at the next look.
+//!
+//! `--compare --per-process` runs every repetition of each side as a fresh process instead, as
+//! [`isolate`](crate::isolate) does for a sweep: the sweep first, then, for an undecided
+//! point, the two sides one process each in turn, the side that goes first alternating (each
+//! process runs its own warm-up).
 
 use crate::affinity::Cpus;
-use crate::against::MAX_REPS;
+use crate::against::{self, MAX_REPS};
 use crate::error::{usage, Error};
+use crate::isolate;
 use crate::machine;
 use crate::model::Via;
-use crate::plan::{Lane, Plan, WARMUP};
+use crate::plan::{Plan, WARMUP};
 use crate::records::Results;
 use crate::run::{self, Measured};
 use crate::verdict::Looks;
-use crate::via;
-use crate::via::spec::Spec;
 use std::time::{Duration, Instant};
 
 /// Measured rounds added to an undecided point each time round: enough to move an interval,
@@ -30,8 +34,18 @@ pub(crate) const STEP: usize = 2;
 pub(crate) enum Side {
     /// The cell itself (`--baseline`: the other side is a file).
     Cell,
-    /// Every `chan` lane of the cell's point (`--compare`: both backends, taking turns).
+    /// Both compared lanes of the cell's point (`--compare`: two backends over our
+    /// transport, or one and the reference transport), taking turns.
     Point,
+}
+
+/// How the repetitions are run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Runs {
+    /// Rounds in this process, as a sweep runs them.
+    InProcess,
+    /// One fresh process per repetition (`--per-process`).
+    PerProcess,
 }
 
 /// Runs the sweep and judges it with `judge`; with a `budget`, re-runs `side` of each
@@ -40,10 +54,14 @@ pub(crate) fn sweep(
     plan: &Plan,
     budget: Option<Duration>,
     side: Side,
+    runs: Runs,
     judge: impl Fn(&mut Results, Looks),
 ) -> Result<Results, Error> {
     let start = Instant::now();
-    let mut measured = run::sweep(plan)?;
+    let mut measured = match runs {
+        Runs::InProcess => run::sweep(plan)?,
+        Runs::PerProcess => isolate::sweep(plan)?,
+    };
     let looks = Looks {
         first: plan.reps,
         sequential: budget.is_some(),
@@ -62,6 +80,8 @@ pub(crate) fn sweep(
         None
     };
     let lanes = plan.lanes().len().max(1);
+    let me = against::Side::this()?;
+    let mut slowest = None;
     loop {
         let r = results(&measured);
         let mut todo: Vec<usize> = Vec::new();
@@ -73,8 +93,9 @@ pub(crate) fn sweep(
                 Side::Cell => todo.push(c.cell),
                 Side::Point => {
                     let first = c.cell / lanes * lanes;
+                    let compared = |v: Via| v.takes_lock() || Some(v) == plan.reference_via;
                     todo.extend(
-                        (first..first + lanes).filter(|&i| measured[i].lane.via() == Via::Chan),
+                        (first..first + lanes).filter(|&i| compared(measured[i].lane.via())),
                     );
                 }
             }
@@ -91,15 +112,6 @@ pub(crate) fn sweep(
                 break;
             }
             let (o, m) = (measured[point[0]].nbuf, measured[point[0]].senders);
-            let spec = Spec {
-                nbuf: o as usize,
-                senders: m as usize,
-                per_sender: plan.per_sender,
-                size: plan.size,
-                global_lock: plan.global_lock,
-                pin: cpus.as_ref(),
-                fault: plan.fault,
-            };
             // Up to the next look, not past it.
             let step = point
                 .iter()
@@ -110,12 +122,27 @@ pub(crate) fn sweep(
                 .min()
                 .unwrap_or(STEP)
                 .clamp(1, STEP);
+            if runs == Runs::PerProcess {
+                // Each process runs its own warm-up.
+                for _ in 0..step {
+                    let reps = measured[point[0]].samples.len();
+                    // Which side goes first alternates, repetition by repetition.
+                    for k in 0..point.len() {
+                        let i = point[(reps + k) % point.len()];
+                        let limit = against::answer_limit(Some(budget), slowest, 0.0);
+                        let t = Instant::now();
+                        let cell = (o, m, measured[i].lane);
+                        let sample = against::run_one(plan, cell, &me, limit)?;
+                        slowest = slowest.max(Some(t.elapsed()));
+                        measured[i].samples.push(sample);
+                    }
+                }
+                continue;
+            }
+            let spec = run::spec(plan, (o, m), cpus.as_ref());
             for round in 0..WARMUP + step {
                 for &i in point {
-                    let sample = match measured[i].lane {
-                        Lane::Locked(v, b) => via::run(v, &plan.backends[b], &spec)?,
-                        Lane::Via(v) => via::run(v, &locks::Backend::DEFAULT, &spec)?,
-                    };
+                    let sample = run::run_lane(plan, measured[i].lane, &spec)?;
                     if round >= WARMUP {
                         measured[i].samples.push(sample);
                     }

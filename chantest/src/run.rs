@@ -44,6 +44,27 @@ impl Measured {
     }
 }
 
+/// The workload of `plan`'s point (O, M), for this process's threads.
+pub(crate) fn spec<'a>(plan: &Plan, (o, m): (u64, u64), pin: Option<&'a Cpus>) -> Spec<'a> {
+    Spec {
+        nbuf: o as usize,
+        senders: m as usize,
+        per_sender: plan.per_sender,
+        size: plan.size,
+        global_lock: plan.global_lock,
+        pin,
+        fault: plan.fault,
+    }
+}
+
+/// One run of `lane` in this process.
+pub(crate) fn run_lane(plan: &Plan, lane: Lane, spec: &Spec<'_>) -> Result<Sample, Error> {
+    match lane {
+        Lane::Locked(v, b) => via::run(v, &plan.backends[b], spec),
+        Lane::Via(v) => via::run(v, &locks::Backend::DEFAULT, spec),
+    }
+}
+
 /// Runs the sweep; cells come back in report order: by point, then by lane.
 pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
     if plan.vias.contains(&Via::Signal) {
@@ -59,23 +80,12 @@ pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
     let mut progress = Progress::new(plan.total_runs());
     let mut cells = Vec::new();
     for (o, m) in plan.points() {
-        let spec = Spec {
-            nbuf: o as usize,
-            senders: m as usize,
-            per_sender: plan.per_sender,
-            size: plan.size,
-            global_lock: plan.global_lock,
-            pin: cpus.as_ref(),
-            fault: plan.fault,
-        };
+        let spec = spec(plan, (o, m), cpus.as_ref());
         let first = cells.len();
         cells.extend(Measured::point(&lanes, (o, m), plan.reps));
         for round in 0..WARMUP + plan.reps {
             for (i, &lane) in lanes.iter().enumerate() {
-                let sample = match lane {
-                    Lane::Locked(v, b) => via::run(v, &plan.backends[b], &spec)?,
-                    Lane::Via(v) => via::run(v, &locks::Backend::DEFAULT, &spec)?,
-                };
+                let sample = run_lane(plan, lane, &spec)?;
                 if round >= WARMUP {
                     cells[first + i].samples.push(sample);
                 }

@@ -200,12 +200,18 @@ impl Results {
             .collect();
     }
 
-    /// The second backend against the first over `chan`, at each point; or, when the reference
-    /// is a transport that takes no lock (`--compare kanal,adaptive`), the one backend over
-    /// `chan` against that transport.
+    /// The second backend against the first over our one transport (`chan`, `task` or
+    /// `task-mt`), at each point; or, when the reference is a transport that takes no lock
+    /// (`--compare kanal,adaptive`), the one backend over ours against that transport.
     pub(crate) fn between_backends(&mut self, threshold: f64, looks: Looks) {
         let n = self.lanes().len().max(1);
-        let chan = Via::Chan.name();
+        let ours = self
+            .params
+            .vias()
+            .ok()
+            .and_then(|v| v.into_iter().find(|v| v.takes_lock()))
+            .unwrap_or(Via::Chan);
+        let chan = ours.name();
         let reference = self.params.reference.clone();
         let family = self.cells.len() / n;
         self.changes = self

@@ -159,6 +159,49 @@ fn compare_runs_beside_peer_lanes() {
 }
 
 #[test]
+fn compare_with_an_async_peer_runs_ours_on_its_runtime() {
+    // kanal-async (A) against adaptive over task, the current-thread runtime kanal-async runs
+    // on, without --via; one process per repetition, and the budget re-runs both sides.
+    let args = "-N 300 -R 3 -O 1 -M 1 --compare kanal-async,adaptive --per-process \
+                --threshold 0 --budget 3s --format json";
+    let o = Command::new(BIN)
+        .args(args.split_whitespace())
+        .output()
+        .unwrap();
+    // Ok, regressed or undecided: a threshold of 0 leaves it to the noise.
+    assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{o:?}");
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let vias: Vec<&str> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["via"].as_str().unwrap())
+        .collect();
+    assert_eq!(vias, ["task", "kanal-async"], "{v}");
+    let c = &v["changes"][0];
+    assert_eq!(c["against"], "kanal-async (A)", "{c}");
+    assert_eq!(c["new_reps"], c["old_reps"], "{c}");
+    if c["verdict"] == "inconclusive" {
+        assert!(
+            c["reps"].as_u64().unwrap() > 3,
+            "the budget added repetitions: {c}"
+        );
+    }
+    // The multi-thread peer brings task-mt.
+    let o = run(
+        "-N 300 -R 5 -O 1 -M 1 --compare kanal-async-mt,adaptive --threshold 10000 --budget 20s",
+        0,
+    );
+    assert_eq!(rows(&stdout(&o), "task-mt"), 1, "{}", stdout(&o));
+    // Every lane is checked in its own process too: a broken peer is exit 3.
+    run_env(
+        "-N 300 -R 3 -M 1 --compare kanal,adaptive --per-process",
+        &[BROKEN],
+        3,
+    );
+}
+
+#[test]
 #[cfg_attr(
     not(feature = "test-aids"),
     ignore = "needs --features test-aids (hold_ns)"
@@ -272,7 +315,10 @@ fn bad_peer_input_is_one_line_and_status_2() {
             "kanal (--ref, or --compare's A) is not among",
         ),
         ("--compare kanal,tokio", "unknown lock backend `tokio`"),
-        ("--via kanal --compare kanal,sem", "--via must include chan"),
+        (
+            "--via kanal --compare kanal,sem",
+            "--via must include exactly one of chan",
+        ),
         ("--via kanal,kanal", "listed twice"),
         ("--via tokio --ref tokyo", "unknown lock backend"),
         ("--per-process --inject-fault", "cannot be used with"),

@@ -263,8 +263,18 @@ fn bad_input_is_one_line_and_status_2() {
         ("--via pipe,signal -M 1..3", "takes -M 1"),
         ("--via signal -S 4k", "takes -S 8"),
         ("--via shm -O 100 -S 64M", "lower -O or -S"),
-        ("--via pipe --compare spin,sem", "must include chan"),
-        ("--via task,task-mt --compare spin,sem", "must include chan"),
+        (
+            "--via pipe --compare spin,sem",
+            "exactly one of chan, task and task-mt, not 0",
+        ),
+        (
+            "--via task,task-mt --compare spin,sem",
+            "exactly one of chan, task and task-mt, not 2",
+        ),
+        (
+            "--via chan,task --compare spin,sem",
+            "exactly one of chan, task and task-mt, not 2",
+        ),
         ("--via task --calibrate", "leave out --via"),
         ("--via task,task", "listed twice"),
         ("--via tasks", "unknown transport `tasks`"),
