@@ -330,7 +330,10 @@ impl<T, L: Strategy> Chan<T, L> {
         }
         let mut st = sh.lock();
         match st.buffer_plainly(v) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                drop(st);
+                Ok(())
+            }
             Err(v) if wait == FOREVER => self.send_locked(st, v, Forever),
             Err(v) => self.send_locked(st, v, wait),
         }
@@ -412,7 +415,10 @@ impl<T, L: Strategy> Chan<T, L> {
         }
         let mut st = sh.lock();
         match st.take_buffered() {
-            Some(v) => Ok(v),
+            Some(v) => {
+                drop(st);
+                Ok(v)
+            }
             None if wait == FOREVER => self.recv_locked(st, Forever),
             None => self.recv_locked(st, wait),
         }
