@@ -80,7 +80,11 @@ pub(crate) fn sweep(
         None
     };
     let lanes = plan.lanes().len().max(1);
-    let me = against::Side::this()?;
+    // Only a per-process re-run needs our own executable.
+    let me = match runs {
+        Runs::PerProcess => Some(against::Side::this()?),
+        Runs::InProcess => None,
+    };
     let mut slowest = None;
     loop {
         let r = results(&measured);
@@ -122,17 +126,19 @@ pub(crate) fn sweep(
                 .min()
                 .unwrap_or(STEP)
                 .clamp(1, STEP);
-            if runs == Runs::PerProcess {
+            if let Some(me) = &me {
                 // Each process runs its own warm-up.
                 for _ in 0..step {
                     let reps = measured[point[0]].samples.len();
                     // Which side goes first alternates, repetition by repetition.
                     for k in 0..point.len() {
                         let i = point[(reps + k) % point.len()];
-                        let limit = against::answer_limit(Some(budget), slowest, 0.0);
+                        // Our own build answers: the limit only stops one that hangs (the
+                        // budget is looked at between processes).
+                        let limit = against::answer_limit(None, slowest, 0.0);
                         let t = Instant::now();
                         let cell = (o, m, measured[i].lane);
-                        let sample = against::run_one(plan, cell, &me, limit)?;
+                        let sample = against::run_one(plan, cell, me, limit)?;
                         slowest = slowest.max(Some(t.elapsed()));
                         measured[i].samples.push(sample);
                     }
