@@ -9,7 +9,7 @@
 //! at R, 2R, 4R, ... repetitions ([`Looks`]): a re-run stops at the next look.
 //!
 //! `--compare --per-process` runs every repetition of each side as a fresh process instead, as
-//! [`isolate`](crate::isolate) does for a sweep: the sweep first, then, for an undecided
+//! [`isolate`] does for a sweep: the sweep first, then, for an undecided
 //! point, the two sides one process each in turn, the side that goes first alternating (each
 //! process runs its own warm-up).
 
