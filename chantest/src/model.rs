@@ -195,10 +195,7 @@ impl PeerChan {
 
     /// Whether it runs with tasks (as `task` and `task-mt` do) rather than threads.
     pub(crate) fn on_tasks(self) -> bool {
-        !matches!(
-            self,
-            PeerChan::Kanal | PeerChan::Crossbeam | PeerChan::Flume | PeerChan::Std
-        )
+        self.ours() != Via::Chan
     }
 
     /// Our transport that runs the same way: `chan` for a peer on threads, `task` or
