@@ -2,20 +2,52 @@
 //!
 //! Pinning takes the scheduler's thread placement out of the measurement: without it the
 //! receiver and a sender may share a CPU in one run and not in the next. The CPUs are those the
-//! process may already use (so `taskset` still works), dealt out round-robin: the receiver gets
-//! the first, sender `i` the `(i + 1)`-th.
+//! process may already use (so `taskset` still works), dealt out by a [`Placement`]: the
+//! receiver always gets the first; the senders follow it round-robin over all of them
+//! (`spread`, sender `i` on the `(i + 1)`-th) or over the others only (`apart`, which keeps
+//! the receiver's CPU its own however many senders there are).
 
 use crate::error::Error;
 use std::io;
 use std::mem;
 
-/// The CPUs this process may run on, in ascending order.
+/// How `--pin` deals CPUs out to the receiver (thread 0) and the senders (threads 1..=M).
+/// (The variants' first lines are `--help`'s.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum Placement {
+    /// Round-robin over every CPU, the receiver's included
+    ///
+    /// `--pin`: with more threads than CPUs, some senders share the receiver's CPU.
+    #[default]
+    Spread,
+    /// The receiver alone on the first CPU, the senders round-robin over the rest (two CPUs
+    /// or more)
+    ///
+    /// `--pin=apart`: blocked senders cannot take the receiver's CPU from it, which on a
+    /// small machine is most of what many senders cost (`docs/tuning.md`).
+    Apart,
+}
+
+impl Placement {
+    /// The name `--pin=` takes.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Placement::Spread => "spread",
+            Placement::Apart => "apart",
+        }
+    }
+}
+
+/// The CPUs this process may run on, in ascending order, and how they are dealt out.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Cpus(Vec<usize>);
+pub(crate) struct Cpus {
+    cpus: Vec<usize>,
+    placement: Placement,
+}
 
 impl Cpus {
     /// The calling thread's affinity mask; on the main thread before any pinning, the
-    /// process's.
+    /// process's. Dealt out round-robin ([`Placement::Spread`]).
     pub(crate) fn current() -> io::Result<Cpus> {
         let set = get()?;
         let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
@@ -25,17 +57,49 @@ impl Cpus {
         if cpus.is_empty() {
             return Err(io::Error::other("the affinity mask is empty"));
         }
-        Ok(Cpus(cpus))
+        Ok(Cpus {
+            cpus,
+            placement: Placement::Spread,
+        })
+    }
+
+    /// The CPUs to pin to with `placement`, as `--pin` names it in errors: the mask must hold
+    /// two CPUs or more to keep one apart.
+    pub(crate) fn for_pinning(placement: Placement) -> Result<Cpus, Error> {
+        let cpus = Cpus::current()
+            .map_err(|e| crate::error::usage!("--pin: cannot read the CPU mask: {e}"))?;
+        cpus.placed(placement)
+    }
+
+    /// These CPUs, dealt out by `placement`.
+    pub(crate) fn placed(self, placement: Placement) -> Result<Cpus, Error> {
+        if placement == Placement::Apart && self.cpus.len() < 2 {
+            return Err(crate::error::usage!(
+                "--pin=apart keeps a CPU for the receiver and needs two or more; this process \
+                 may use {} (see taskset)",
+                self.cpus.len()
+            ));
+        }
+        Ok(Cpus { placement, ..self })
+    }
+
+    /// How the CPUs are dealt out.
+    pub(crate) fn placement(&self) -> Placement {
+        self.placement
     }
 
     /// How many CPUs: at least one.
     pub(crate) fn count(&self) -> usize {
-        self.0.len()
+        self.cpus.len()
     }
 
-    /// The CPU for the thread numbered `i`: round-robin over the mask.
+    /// The CPU for the thread numbered `i`, 0 being the receiver's: see [`Placement`].
     pub(crate) fn nth(&self, i: usize) -> usize {
-        self.0[i % self.0.len()]
+        let n = self.cpus.len();
+        match self.placement {
+            Placement::Apart if i > 0 && n > 1 => self.cpus[1 + (i - 1) % (n - 1)],
+            _ => self.cpus[i % n],
+        }
     }
 }
 
@@ -97,14 +161,51 @@ pub(crate) fn pin_receiver(cpus: &Cpus) -> Result<Restore, Error> {
 mod tests {
     use super::*;
 
+    fn cpus(list: &[usize], placement: Placement) -> Cpus {
+        Cpus {
+            cpus: list.to_vec(),
+            placement,
+        }
+    }
+
+    #[test]
+    fn placements_deal_cpus_out() {
+        let deal = |c: &Cpus| (0..7).map(|i| c.nth(i)).collect::<Vec<_>>();
+        assert_eq!(
+            deal(&cpus(&[2, 5, 7], Placement::Spread)),
+            [2, 5, 7, 2, 5, 7, 2]
+        );
+        assert_eq!(
+            deal(&cpus(&[2, 5, 7], Placement::Apart)),
+            [2, 5, 7, 5, 7, 5, 7]
+        );
+        assert_eq!(
+            deal(&cpus(&[3, 4], Placement::Apart)),
+            [3, 4, 4, 4, 4, 4, 4]
+        );
+        assert_eq!(deal(&cpus(&[3], Placement::Spread)), [3; 7]);
+    }
+
+    #[test]
+    fn apart_needs_two_cpus() {
+        let e = cpus(&[3], Placement::Spread)
+            .placed(Placement::Apart)
+            .unwrap_err();
+        assert!(e.to_string().contains("needs two or more"), "{e}");
+        let two = cpus(&[3, 4], Placement::Spread)
+            .placed(Placement::Apart)
+            .unwrap();
+        assert_eq!(two.nth(2), 4);
+    }
+
     #[test]
     fn pin_and_restore() {
         let cpus = Cpus::current().unwrap();
-        assert_eq!(cpus.nth(0), cpus.nth(cpus.0.len()));
+        assert_eq!(cpus.nth(0), cpus.nth(cpus.count()));
         std::thread::spawn(move || {
             let restore = Restore::save().unwrap();
             pin_current(cpus.nth(1)).unwrap();
-            assert_eq!(Cpus::current().unwrap().0, [cpus.nth(1)]);
+            assert_eq!(Cpus::current().unwrap().cpus, [cpus.nth(1)]);
             drop(restore);
             assert_eq!(Cpus::current().unwrap(), cpus);
         })

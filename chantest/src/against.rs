@@ -17,6 +17,7 @@
 //! With `--budget`, repetitions continue (for the undecided cells only) until every cell is
 //! decided or the budget is spent.
 
+use crate::affinity::Placement;
 use crate::child;
 use crate::error::{usage, Error};
 use crate::model::{Sample, Via, TAG};
@@ -265,8 +266,10 @@ pub(crate) fn args(
     if plan.global_lock {
         a.push("--global-lock".into());
     }
-    if plan.pin {
-        a.push("--pin".into());
+    match plan.pin {
+        None => {}
+        Some(Placement::Spread) => a.push("--pin".into()),
+        Some(how) => a.push(format!("--pin={}", how.name())),
     }
     a
 }

@@ -85,7 +85,10 @@ pub(crate) fn run(
         plan.per_sender,
         plan.reps,
         budget.map_or(String::new(), |b| format!(" --budget {}s", b.as_secs_f64())),
-        if plan.pin { " --pin" } else { "" },
+        match plan.pin {
+            None => String::new(),
+            Some(how) => format!(" --pin={}", how.name()),
+        },
         cal.hold_ns,
     );
     say(&format!(

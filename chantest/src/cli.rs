@@ -4,6 +4,7 @@
 //! a flag the user gave (which must agree with the baseline's cells) from one left out (which
 //! the baseline fills in).
 
+use crate::affinity::Placement;
 use crate::calibrate::Calibration;
 use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
@@ -253,9 +254,17 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value_t = Metric::Time)]
     pub metric: Metric,
 
-    /// Pin the receiver and senders to CPUs, round-robin over those this process may use
-    #[arg(long)]
-    pub pin: bool,
+    /// Pin the receiver and senders to CPUs this process may use, round-robin over all of them
+    /// (spread, the default), or with the receiver's CPU kept for it alone (apart)
+    #[arg(
+        long,
+        value_enum,
+        value_name = "HOW",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "spread"
+    )]
+    pub pin: Option<Placement>,
 
     /// Run each repetition of each cell in a fresh chantest process, lanes rotated, as
     /// --against runs each side: no lane shares a process with another (with --compare, A
@@ -644,7 +653,7 @@ impl Args {
                 .or(from_file.map(|p| p.reps as u64))
                 .unwrap_or(default_r) as usize,
             global_lock: self.global_lock || from_file.is_some_and(|p| p.global_lock),
-            pin: self.pin || from_file.is_some_and(|p| p.pin),
+            pin: self.pin.or(from_file.and_then(|p| p.placement())),
             fault: self.inject_fault,
             reference_via: match (self.reference.or(self.compare.map(|c| c.0)), from_file) {
                 (Some(Reference::Via(v)), _) => Some(v),
@@ -756,7 +765,10 @@ fn check_counting(a: &Args) -> Result<(), Error> {
             a.budget.is_some(),
             "--budget (counts need no repetitions to decide)",
         ),
-        (a.pin, "--pin (every run is pinned to one CPU already)"),
+        (
+            a.pin.is_some(),
+            "--pin (every run is pinned to one CPU already)",
+        ),
         (a.inject_fault, "--inject-fault"),
         (a.format == Format::Csv, "--format csv (use table or json)"),
     ];

@@ -384,6 +384,7 @@ fn empty(plan: &Plan, cpu: usize) -> Counts {
             warmup: WARMUP,
             global_lock: plan.global_lock,
             pin: true,
+            apart: false,
             stats: locks::stats::ENABLED,
         },
         cpu,
@@ -405,7 +406,7 @@ fn count(
 ) -> Result<(u64, u64), Error> {
     let sized = Plan {
         per_sender: n,
-        pin: false,
+        pin: None,
         ..plan.clone()
     };
     let args = against::args(&sized, cell, side, 1);

@@ -4,6 +4,7 @@
 //! name every cell the run will make, in report order, and a [`Key`] is how a cell is found
 //! again in a saved file or another build's output. Nothing here runs anything.
 
+use crate::affinity::Placement;
 use crate::grid::Grid;
 use crate::model::Via;
 use crate::records::{Key, NO_LOCK};
@@ -35,8 +36,8 @@ pub(crate) struct Plan {
     pub reps: usize,
     /// Plan 9's global channel lock.
     pub global_lock: bool,
-    /// Pin threads to CPUs.
-    pub pin: bool,
+    /// Pin threads to CPUs, and how (`--pin`).
+    pub pin: Option<Placement>,
     /// Make sender 0 send a duplicate (to test the check).
     pub fault: bool,
     /// The transport ratios are taken against when it takes no lock (`--ref kanal`);

@@ -3,6 +3,7 @@
 //! The raw samples are the record; every summary (medians, per-message figures, ratios) is
 //! derived from them, is recomputed after loading, and is never trusted from a file.
 
+use crate::affinity::Placement;
 use crate::error::{usage, Error};
 use crate::grid::{Bounds, Grid};
 use crate::model::{check_size, Machine, Sample, Via, COUNTS_FORMAT, TAG};
@@ -131,12 +132,24 @@ pub(crate) struct Params {
     /// Threads pinned to CPUs.
     #[serde(default)]
     pub pin: bool,
+    /// With `pin`, the receiver's CPU kept for it alone (`--pin=apart`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub apart: bool,
     /// Whether futex counts were collected (the `stats` feature).
     #[serde(default)]
     pub stats: bool,
 }
 
 impl Params {
+    /// How the threads were pinned, if they were.
+    pub(crate) fn placement(&self) -> Option<Placement> {
+        match (self.pin, self.apart) {
+            (false, _) => None,
+            (true, false) => Some(Placement::Spread),
+            (true, true) => Some(Placement::Apart),
+        }
+    }
+
     /// The transports.
     pub(crate) fn vias(&self) -> Result<Vec<Via>, String> {
         let list = Via::parse_list(&self.via.join(",")).map_err(|e| format!("via: {e}"))?;
@@ -688,7 +701,7 @@ mod tests {
             per_sender: 100,
             reps: 5,
             global_lock: false,
-            pin: false,
+            pin: None,
             fault: false,
             reference_via: None,
         }

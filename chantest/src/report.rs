@@ -163,7 +163,11 @@ fn heading(r: &Results) -> String {
             (true, true) => ", one global lock",
             (true, false) => ", per-channel locks",
         },
-        if p.pin { ", pinned" } else { "" },
+        match (p.pin, p.apart) {
+            (false, _) => "",
+            (true, false) => ", pinned",
+            (true, true) => ", pinned with the receiver apart",
+        },
         if p.size > TAG as u64 {
             format!(", S={} bytes per message", p.size)
         } else {

@@ -15,7 +15,7 @@
 
 use crate::affinity::Cpus;
 use crate::against::{self, MAX_REPS};
-use crate::error::{usage, Error};
+use crate::error::Error;
 use crate::isolate;
 use crate::machine;
 use crate::model::Via;
@@ -74,11 +74,7 @@ pub(crate) fn sweep(
     let Some(budget) = budget else {
         return Ok(results(&measured));
     };
-    let cpus = if plan.pin {
-        Some(Cpus::current().map_err(|e| usage!("--pin: cannot read the CPU mask: {e}"))?)
-    } else {
-        None
-    };
+    let cpus = plan.pin.map(Cpus::for_pinning).transpose()?;
     let lanes = plan.lanes().len().max(1);
     // Only a per-process re-run needs our own executable.
     let me = match runs {

@@ -6,8 +6,8 @@
 //! other load, thermal state) then falls on every lane alike, so their ratios and a
 //! `--compare` verdict are not biased by run order.
 
-use crate::affinity::Cpus;
-use crate::error::{usage, Error};
+use crate::affinity::{Cpus, Placement};
+use crate::error::Error;
 use crate::model::{Machine, Sample, Via};
 use crate::plan::{Lane, Plan, WARMUP};
 use crate::progress::Progress;
@@ -71,11 +71,7 @@ pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
         // Before any thread starts, so that every thread inherits the block.
         via::signal::block()?;
     }
-    let cpus = if plan.pin {
-        Some(Cpus::current().map_err(|e| usage!("--pin: cannot read the CPU mask: {e}"))?)
-    } else {
-        None
-    };
+    let cpus = plan.pin.map(Cpus::for_pinning).transpose()?;
     let lanes = plan.lanes();
     let mut progress = Progress::new(plan.total_runs());
     let mut cells = Vec::new();
@@ -142,7 +138,8 @@ pub(crate) fn records(plan: &Plan, measured: Vec<Measured>, machine: Machine) ->
             reps: plan.reps,
             warmup: WARMUP,
             global_lock: plan.global_lock,
-            pin: plan.pin,
+            pin: plan.pin.is_some(),
+            apart: plan.pin == Some(Placement::Apart),
             stats: locks::stats::ENABLED,
         },
         machine,
@@ -176,7 +173,7 @@ mod tests {
             per_sender: 100,
             reps: 2,
             global_lock: false,
-            pin: false,
+            pin: None,
             fault: false,
             reference_via: None,
         };
@@ -212,7 +209,7 @@ mod tests {
             per_sender: 200,
             reps: 1,
             global_lock: false,
-            pin: false,
+            pin: None,
             fault: false,
             reference_via: None,
         };

@@ -132,6 +132,50 @@ fn pinned_global_lock_runs() {
     assert!(stdout(&o).contains("one global lock, pinned"));
 }
 
+/// `--pin=apart` runs where the mask holds two CPUs, and a baseline saved with it runs the same
+/// way again; where the mask holds one, it is a usage error, not a silent spread.
+#[test]
+fn pinned_apart_keeps_the_receivers_cpu_and_is_remembered() {
+    let dir = scratch("apart");
+    let path = dir.join("apart.json");
+    let path = path.display();
+    let o = Command::new(BIN)
+        .args(format!("{TINY} -M 3 --lock adaptive --pin=apart --save {path}").split(' '))
+        .output()
+        .expect("run chantest");
+    match o.status.code() {
+        Some(0) => {
+            assert!(stdout(&o).contains("pinned with the receiver apart"));
+            let saved = json(dir.join("apart.json").as_path());
+            assert_eq!(saved["params"]["pin"], true);
+            assert_eq!(saved["params"]["apart"], true);
+            // Two repetitions decide nothing (exit 4); the header says how it ran.
+            let again = run(&format!("--baseline {path} --threshold 10000"), 4);
+            assert!(stdout(&again).contains("pinned with the receiver apart"));
+        }
+        Some(2) => assert!(stderr(&o).contains("needs two or more"), "{}", stderr(&o)),
+        other => panic!("exit {other:?}: {}", stderr(&o)),
+    }
+    // One CPU, for certain, where taskset is there to say so.
+    if let Ok(o) = Command::new("taskset")
+        .args(["-c", "0", BIN, "-N", "300", "-R", "1", "--pin=apart"])
+        .output()
+    {
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("--pin=apart keeps a CPU for the receiver"));
+    }
+    // Spread, the bare flag's meaning, saves no `apart` at all (files stay as they were).
+    let spread = dir.join("spread.json");
+    run(
+        &format!("{TINY} -M 1 --lock spin --pin --save {}", spread.display()),
+        0,
+    );
+    let saved = json(&spread);
+    assert_eq!(saved["params"]["pin"], true);
+    assert!(saved["params"].get("apart").is_none(), "{saved}");
+    run(&format!("{TINY} --pin apart"), 2);
+}
+
 #[test]
 fn plot_draws_svg() {
     let svg = scratch("plot").join("chan.svg");

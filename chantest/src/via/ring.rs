@@ -24,6 +24,7 @@
 
 use super::futex;
 use super::spec::Alive;
+use crate::affinity::Placement;
 use crate::error::Error;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -77,6 +78,7 @@ const DATA: usize = std::mem::size_of::<Header>();
 
 const FLAG_FAULT: u64 = 1;
 const FLAG_PIN: u64 = 2;
+const FLAG_APART: u64 = 4;
 
 /// What the receiver tells the senders through the header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,8 +93,8 @@ pub(super) struct Shape {
     pub per_sender: u64,
     /// `--inject-fault`.
     pub fault: bool,
-    /// `--pin`.
-    pub pin: bool,
+    /// `--pin`, and how.
+    pub pin: Option<Placement>,
 }
 
 impl Shape {
@@ -148,8 +150,12 @@ impl Ring {
             (*h).slots = shape.slots as u64;
             (*h).senders = shape.senders as u64;
             (*h).per_sender = shape.per_sender;
-            (*h).flags =
-                if shape.fault { FLAG_FAULT } else { 0 } | if shape.pin { FLAG_PIN } else { 0 };
+            (*h).flags = if shape.fault { FLAG_FAULT } else { 0 }
+                | match shape.pin {
+                    None => 0,
+                    Some(Placement::Spread) => FLAG_PIN,
+                    Some(Placement::Apart) => FLAG_PIN | FLAG_APART,
+                };
             (*h).magic = MAGIC;
         }
         Ok((ring, fd))
@@ -180,7 +186,7 @@ impl Ring {
                 senders: 0,
                 per_sender: 0,
                 fault: false,
-                pin: false,
+                pin: None,
             },
         };
         let h = ring.header_mut_raw();
@@ -206,7 +212,11 @@ impl Ring {
             senders: as_usize(senders),
             per_sender,
             fault: flags & FLAG_FAULT != 0,
-            pin: flags & FLAG_PIN != 0,
+            pin: match (flags & FLAG_PIN != 0, flags & FLAG_APART != 0) {
+                (false, _) => None,
+                (true, false) => Some(Placement::Spread),
+                (true, true) => Some(Placement::Apart),
+            },
         };
         match ring.shape.bytes() {
             Some(need) if need <= len && ring.shape.size >= 8 && ring.shape.slots >= 1 => Ok(ring),
@@ -432,7 +442,7 @@ mod tests {
             senders,
             per_sender: 500,
             fault: false,
-            pin: false,
+            pin: None,
         }
     }
 

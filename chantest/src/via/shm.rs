@@ -38,7 +38,7 @@ pub(crate) fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
         senders: spec.senders,
         per_sender: spec.per_sender,
         fault: spec.fault,
-        pin: spec.pin.is_some(),
+        pin: spec.pin.map(Cpus::placement),
     };
     let (ring, fd) =
         Ring::create(shape).map_err(|e| usage!("--via shm: cannot make the shared ring: {e}"))?;
@@ -78,11 +78,7 @@ pub(crate) fn peer(args: &[String]) -> Result<(), Error> {
     let ring = Ring::open(std::io::stdin().as_fd()).map_err(Error::Transport)?;
     let shape = ring.shape();
     let ring = Arc::new(ring);
-    let cpus = if shape.pin {
-        Some(Cpus::current().map_err(|e| usage!("--pin: {e}"))?)
-    } else {
-        None
-    };
+    let cpus = shape.pin.map(Cpus::for_pinning).transpose()?;
     let parent = peer::parent();
     let die_after = peer::die_after();
     let sent = Arc::new(AtomicU64::new(0));
