@@ -29,11 +29,12 @@ pub(crate) enum Placement {
 }
 
 impl Placement {
-    /// The name `--pin=` takes.
-    pub(crate) fn name(self) -> &'static str {
+    /// The flag that asks for this placement, bare for the default, so that builds from
+    /// before `--pin=` took a value still understand it.
+    pub(crate) fn flag(self) -> &'static str {
         match self {
-            Placement::Spread => "spread",
-            Placement::Apart => "apart",
+            Placement::Spread => "--pin",
+            Placement::Apart => "--pin=apart",
         }
     }
 }

@@ -17,7 +17,6 @@
 //! With `--budget`, repetitions continue (for the undecided cells only) until every cell is
 //! decided or the budget is spent.
 
-use crate::affinity::Placement;
 use crate::child;
 use crate::error::{usage, Error};
 use crate::model::{Sample, Via, TAG};
@@ -266,10 +265,8 @@ pub(crate) fn args(
     if plan.global_lock {
         a.push("--global-lock".into());
     }
-    match plan.pin {
-        None => {}
-        Some(Placement::Spread) => a.push("--pin".into()),
-        Some(how) => a.push(format!("--pin={}", how.name())),
+    if let Some(how) = plan.pin {
+        a.push(how.flag().into());
     }
     a
 }

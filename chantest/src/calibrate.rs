@@ -85,10 +85,8 @@ pub(crate) fn run(
         plan.per_sender,
         plan.reps,
         budget.map_or(String::new(), |b| format!(" --budget {}s", b.as_secs_f64())),
-        match plan.pin {
-            None => String::new(),
-            Some(how) => format!(" --pin={}", how.name()),
-        },
+        plan.pin
+            .map_or(String::new(), |how| format!(" {}", how.flag())),
         cal.hold_ns,
     );
     say(&format!(

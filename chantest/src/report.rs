@@ -1,6 +1,7 @@
 //! Printing results: an aligned table for people, a markdown table for documents (the README's
 //! result tables), CSV and JSON for programs, and Plan 9's bare nanoseconds.
 
+use crate::affinity::Placement;
 use crate::model::{PeerChan, Via, HAVE_TSC, TAG};
 use crate::records::Results;
 use crate::records::Verdict;
@@ -163,10 +164,10 @@ fn heading(r: &Results) -> String {
             (true, true) => ", one global lock",
             (true, false) => ", per-channel locks",
         },
-        match (p.pin, p.apart) {
-            (false, _) => "",
-            (true, false) => ", pinned",
-            (true, true) => ", pinned with the receiver apart",
+        match p.placement() {
+            None => "",
+            Some(Placement::Spread) => ", pinned",
+            Some(Placement::Apart) => ", pinned with the receiver apart",
         },
         if p.size > TAG as u64 {
             format!(", S={} bytes per message", p.size)
