@@ -8,7 +8,7 @@
 #   N=65536 R=5 benches/async_grid.sh
 #   N=65536 R=5 PIN=none O=0,10 M=1 benches/async_grid.sh
 #
-# N (default 65536), R (default 5), PIN, O, M and BIN are as for benches/grid.sh (see
+# N (default 65536), R (default 5), PIN, PLACE, O, M and BIN are as for benches/grid.sh (see
 # benches/grid.sh --help); BIN may name an older build, to compare.
 set -euo pipefail
 case ${1:-} in
