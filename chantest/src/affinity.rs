@@ -29,6 +29,21 @@ pub(crate) enum Placement {
 }
 
 impl Placement {
+    /// From the two flags a saved file or the shm ring keeps: whether pinned, and whether
+    /// apart (meaningless unless pinned).
+    pub(crate) fn from_flags(pin: bool, apart: bool) -> Option<Placement> {
+        match (pin, apart) {
+            (false, _) => None,
+            (true, false) => Some(Placement::Spread),
+            (true, true) => Some(Placement::Apart),
+        }
+    }
+
+    /// The two flags of [`from_flags`](Self::from_flags): `(pin, apart)`.
+    pub(crate) fn to_flags(pin: Option<Placement>) -> (bool, bool) {
+        (pin.is_some(), pin == Some(Placement::Apart))
+    }
+
     /// The flag that asks for this placement, bare for the default, so that builds from
     /// before `--pin=` took a value still understand it.
     pub(crate) fn flag(self) -> &'static str {
@@ -185,6 +200,16 @@ mod tests {
             [3, 4, 4, 4, 4, 4, 4]
         );
         assert_eq!(deal(&cpus(&[3], Placement::Spread)), [3; 7]);
+    }
+
+    #[test]
+    fn placement_flags_round_trip() {
+        for p in [None, Some(Placement::Spread), Some(Placement::Apart)] {
+            let (pin, apart) = Placement::to_flags(p);
+            assert_eq!(Placement::from_flags(pin, apart), p);
+        }
+        // A file that says apart but not pinned was not pinned.
+        assert_eq!(Placement::from_flags(false, true), None);
     }
 
     #[test]

@@ -143,11 +143,7 @@ pub(crate) struct Params {
 impl Params {
     /// How the threads were pinned, if they were.
     pub(crate) fn placement(&self) -> Option<Placement> {
-        match (self.pin, self.apart) {
-            (false, _) => None,
-            (true, false) => Some(Placement::Spread),
-            (true, true) => Some(Placement::Apart),
-        }
+        Placement::from_flags(self.pin, self.apart)
     }
 
     /// The transports.

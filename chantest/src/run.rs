@@ -121,6 +121,7 @@ pub(crate) fn records(plan: &Plan, measured: Vec<Measured>, machine: Machine) ->
     let unix_time = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    let (pin, apart) = Placement::to_flags(plan.pin);
     let mut results = Results {
         format: FORMAT.to_string(),
         version: VERSION,
@@ -138,8 +139,8 @@ pub(crate) fn records(plan: &Plan, measured: Vec<Measured>, machine: Machine) ->
             reps: plan.reps,
             warmup: WARMUP,
             global_lock: plan.global_lock,
-            pin: plan.pin.is_some(),
-            apart: plan.pin == Some(Placement::Apart),
+            pin,
+            apart,
             stats: locks::stats::ENABLED,
         },
         machine,

@@ -150,12 +150,10 @@ impl Ring {
             (*h).slots = shape.slots as u64;
             (*h).senders = shape.senders as u64;
             (*h).per_sender = shape.per_sender;
+            let (pin, apart) = Placement::to_flags(shape.pin);
             (*h).flags = if shape.fault { FLAG_FAULT } else { 0 }
-                | match shape.pin {
-                    None => 0,
-                    Some(Placement::Spread) => FLAG_PIN,
-                    Some(Placement::Apart) => FLAG_PIN | FLAG_APART,
-                };
+                | if pin { FLAG_PIN } else { 0 }
+                | if apart { FLAG_APART } else { 0 };
             (*h).magic = MAGIC;
         }
         Ok((ring, fd))
@@ -212,11 +210,7 @@ impl Ring {
             senders: as_usize(senders),
             per_sender,
             fault: flags & FLAG_FAULT != 0,
-            pin: match (flags & FLAG_PIN != 0, flags & FLAG_APART != 0) {
-                (false, _) => None,
-                (true, false) => Some(Placement::Spread),
-                (true, true) => Some(Placement::Apart),
-            },
+            pin: Placement::from_flags(flags & FLAG_PIN != 0, flags & FLAG_APART != 0),
         };
         match ring.shape.bytes() {
             Some(need) if need <= len && ring.shape.size >= 8 && ring.shape.slots >= 1 => Ok(ring),
