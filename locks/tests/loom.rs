@@ -152,6 +152,19 @@ fn waiters_lose_no_wake_up() {
     }
 }
 
+/// The adaptive waiter without yields, so that it reaches its futex sleep: under loom a yield
+/// lets the signaller run to the end first, and with the default budget the sleep is never
+/// explored (a signal that never made its futex wake passed `waiters_lose_no_wake_up`; this
+/// model fails it).
+#[test]
+fn adaptive_sleepers_lose_no_wake_up() {
+    let params = AdaptiveParams::DEFAULT
+        .with_wait_spin_ns(0)
+        .with_yield_ns(0);
+    SignalModel { timed: false }.visit::<Adaptive>(params);
+    SignalModel { timed: true }.visit::<Adaptive>(params);
+}
+
 #[test]
 fn semaphore_hands_over_every_permit() {
     loom::model(|| {
