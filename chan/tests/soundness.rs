@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 use std::task::Poll;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use testkit::{per_backend, Tracked};
 
 /// Runs `f` on its own thread and fails if it has not finished in 30 s (natively): a lost
@@ -99,16 +99,21 @@ unsafe impl<S: Strategy> Strategy for Slow<S> {
 
 /// Polls `f` (queued) with a counting waker until it reports being claimed but not yet
 /// signalled (it wakes itself to be polled again soon); false if it completed instead.
+///
+/// The claimer is a thread spawned just before, which a loaded machine may not run for a
+/// while: the wait is bounded by time, not by a count of polls (10,000 yields once ran out
+/// under CI's parallel tests before the claimer was scheduled).
 fn until_claimed_unsignalled<F: std::future::Future + ?Sized>(mut f: Pin<&mut F>) -> bool {
     let (h, w) = counting();
-    for _ in 0..10_000 {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
         match poll_with(f.as_mut(), &w) {
             Poll::Ready(_) => return false,
             Poll::Pending if h.wakes() > 0 => return true,
             Poll::Pending => thread::yield_now(),
         }
     }
-    panic!("never claimed");
+    panic!("never claimed in 30 s");
 }
 
 per_backend! {
