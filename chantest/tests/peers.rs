@@ -219,7 +219,7 @@ fn aided_compare_asks_whether_ours_is_slower_than_a_peer() {
     // Ours with a 20 us hold in every critical section is a thousandfold slower: regressed
     // (a loaded machine narrows the gap; the budget buys repetitions until it is decided).
     let o = run(
-        "-N 300 -R 5 -O 10 -M 1 --compare kanal,adaptive:hold_ns=20000 --threshold 0.2 \
+        "-N 3000 -R 5 -O 10 -M 1 --compare kanal,adaptive:hold_ns=20000 --threshold 0.2 \
          --format markdown --budget 60s",
         1,
     );
