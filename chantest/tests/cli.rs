@@ -13,6 +13,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_chantest");
 /// Flags that keep a run short.
 const TINY: &str = "-N 300 -R 2";
 
+/// Flags for a verdict between a build and one whose lock holds 20 us longer
+/// (`hold_ns=20000`, as [`slow_build`] makes). At about 90 us a message, one sample of the
+/// held side takes some 270 ms, far beyond the 20-50 ms a preemption adds to a sample of the
+/// other on a loaded machine. With `-N 300` the two met: under three copies of this suite at
+/// once a thousandfold change came out "ok" (interval [0.010, 1.036]) or needed a third look.
+const HELD: &str = "-N 3000 -R 5 -M 1";
+
 /// Runs chantest with `args` (split at whitespace) and asserts its exit status.
 fn run(args: &str, status: i32) -> Output {
     run_args(&args.split_whitespace().collect::<Vec<_>>(), status)
@@ -465,7 +472,7 @@ fn aided_against_exit_statuses() {
     // undecided; more are added until it is decided, so the verdict, not the time, is tested.)
     let slow = slow_build(&dir);
     let o = run(
-        &format!("-N 3000 -R 5 -M 1 --lock adaptive --budget 60s --against {slow} --format json"),
+        &format!("{HELD} --lock adaptive --budget 60s --against {slow} --format json"),
         0,
     );
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -478,7 +485,7 @@ fn aided_against_exit_statuses() {
         &format!(r#"exec {BIN} "${{@/%:hold_ns=20000/}}""#),
     );
     let o = run(
-        &format!("-N 3000 -R 5 -M 1 --lock adaptive:hold_ns=20000 --budget 60s --against {fast}"),
+        &format!("{HELD} --lock adaptive:hold_ns=20000 --budget 60s --against {fast}"),
         1,
     );
     assert!(stdout(&o).contains("REGRESSED"), "{}", stdout(&o));
@@ -595,7 +602,7 @@ fn aided_budget_stops_once_every_cell_is_decided() {
     // preemption of one sample beside a background calibration once cost a look), far from
     // the hundreds 60 s would buy.
     let o = run(
-        &format!("-N 3000 -R 5 -M 1 --lock adaptive --against {slow} --budget 60s --format json"),
+        &format!("{HELD} --lock adaptive --against {slow} --budget 60s --format json"),
         0,
     );
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -605,11 +612,7 @@ fn aided_budget_stops_once_every_cell_is_decided() {
 
 /// A "build" whose adaptive lock busy-waits 20 us in every critical section: this chantest
 /// with `hold_ns=20000` added to its `--lock adaptive`.
-///
-/// Runs against it use `-N 3000`, so that one of its samples (about 90 us a message) takes
-/// some 270 ms, far beyond the 20-50 ms a preemption adds to a sample of the fast build on a
-/// loaded machine. With `-N 300` the two met: under three copies of this suite at once a
-/// thousandfold change came out "ok" (interval [0.010, 1.036]) or needed a third look.
+/// Runs against it use [`HELD`].
 fn slow_build(dir: &Path) -> String {
     script(
         dir,
@@ -777,14 +780,14 @@ fn aided_budget_re_runs_both_backends_of_a_compare() {
     assert_eq!(c["new_reps"], c["old_reps"], "{c}");
     // A hold of 20 us per acquisition against none: decided at once, regressed (1) ...
     let o = run(
-        "-N 3000 -R 5 -M 1 --compare adaptive,adaptive:hold_ns=20000 --budget 60s --format json",
+        &format!("{HELD} --compare adaptive,adaptive:hold_ns=20000 --budget 60s --format json"),
         1,
     );
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["changes"][0]["verdict"], "regressed", "{v}");
     // ... and the other way round, improved (0).
     run(
-        "-N 3000 -R 5 -M 1 --compare adaptive:hold_ns=20000,adaptive --budget 60s",
+        &format!("{HELD} --compare adaptive:hold_ns=20000,adaptive --budget 60s"),
         0,
     );
 }
