@@ -20,8 +20,9 @@
 //! after every lock is released is it moved to the caller's `Option` (dropping whatever that
 //! held), and unsent values moved back to theirs.
 
-use crate::chan::{deadline_after, wake, State};
-use crate::waitq::{Abandon, Node, Party, Selected, Wake, WakeOnDrop};
+use crate::chan::{deadline_after, State};
+use crate::unwind::Caught;
+use crate::waitq::{Abandon, Node, Party, Selected, Wake};
 use crate::{Chan, RecvEnd, SendEnd};
 use locks::{Adaptive, Strategy};
 use std::ops::DerefMut;
@@ -119,6 +120,9 @@ trait Arm<L: Strategy> {
     /// model must make the same choices every time).
     fn lock_key(&self) -> usize;
     fn poll(&mut self, held: &mut Held) -> Poll;
+    /// The alt reports this arm closed (`poll` said `Closed`, and no arm was ready): for a
+    /// receive, the channel has now been reported closed and drained.
+    fn report_closed(&mut self, _held: &mut Held) {}
     /// Completes the operation now; `None` if it turned out not to be ready after all.
     fn fire(&mut self, held: &mut Held) -> Option<Option<Wake<L::Waiter>>>;
     /// Queues the arm's node on its channel, bound to `ctx` with `token`.
@@ -131,16 +135,12 @@ trait Arm<L: Strategy> {
     fn publish(&self, held: &mut Held);
     /// With the node unlinked and no lock held: move the node's value to the caller's place.
     fn finish(&mut self);
-    /// Drops what `finish` displaced from the caller's place (user code: may panic).
+    /// Drops what `finish` displaced from the caller's place, and a value `give_back` could
+    /// not give back (user code: may panic).
     fn release(&mut self);
-    /// An async alt's receive arm fired, and its value (lent to the task) was taken out of
-    /// the node (see `Shared::lent_received`). No lock held.
-    fn lent_received(&self) {}
-    /// After `give_back`, with no lock held: let a closed channel's receivers see the close
-    /// if that was its last lent value.
-    fn settle(&self) {}
     /// An async alt dropped after this arm fired (`future.rs`): a received value in the
-    /// node goes back to the channel, as for a dropped `RecvFuture`.
+    /// node goes back to the channel, as for a dropped `RecvFuture`, or is kept for
+    /// `release` to drop if the channel has reported itself closed and drained.
     fn give_back(&mut self, _held: &mut Held) -> Option<Wake<L::Waiter>> {
         None
     }
@@ -206,6 +206,9 @@ pub struct RecvArm<'a, T, L: Strategy> {
     dst: &'a mut Option<T>,
     /// What `dst` held before a value landed there, dropped by `release`.
     displaced: Option<T>,
+    /// A received value that could not go back to its channel (`give_back`), dropped by
+    /// `release`.
+    refused: Option<T>,
 }
 
 impl<T, L: Strategy> Arm<L> for SendArm<'_, T, L> {
@@ -282,8 +285,7 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         let st = self.port.state(held);
         match () {
             _ if st.can_recv() => Poll::Ready,
-            // Not while a value lent to a task may come back.
-            _ if st.is_closed() && !self.port.chan.shared.lent_out(st) => Poll::Closed,
+            _ if st.is_closed() => Poll::Closed,
             _ => Poll::Pending,
         }
     }
@@ -317,21 +319,32 @@ impl<T, L: Strategy> Arm<L> for RecvArm<'_, T, L> {
         }
     }
 
+    fn report_closed(&mut self, held: &mut Held) {
+        let closed = self.port.state(held).recv_closed();
+        debug_assert!(closed, "reported closed by `poll`");
+    }
+
     fn release(&mut self) {
-        self.displaced = None;
+        let (displaced, refused) = (self.displaced.take(), self.refused.take());
+        // Both dropped even if the first panics: a second panic while unwinding aborts, so
+        // the second is caught.
+        let mut caught = Caught::none();
+        caught.run(|| drop(displaced));
+        caught.run(|| drop(refused));
+        caught.finish();
     }
 
     fn give_back(&mut self, held: &mut Held) -> Option<Wake<L::Waiter>> {
         let v = self.port.take()?;
-        self.port.state(held).give_back(v)
-    }
-
-    fn lent_received(&self) {
-        self.port.chan.shared.lent_received();
-    }
-
-    fn settle(&self) {
-        self.port.chan.shared.settle_if_closed();
+        match self.port.state(held).give_back(v) {
+            Ok(w) => w,
+            Err(v) => {
+                debug_assert!(self.refused.is_none());
+                // Not dropped here, under the lock: `release` drops it.
+                std::mem::forget(self.refused.replace(v));
+                None
+            }
+        }
     }
 }
 
@@ -353,11 +366,15 @@ impl<'a, L: Strategy, A: ArmPtr<'a, L>> Locks<'_, 'a, L, A> {
                 }
             }
             let Some(index) = ready else {
-                let fired = |index| Fired {
-                    index,
-                    closed: true,
-                };
-                return closed.map(|i| (fired(i), None));
+                let i = closed?;
+                arms[i].report_closed(held);
+                return Some((
+                    Fired {
+                        index: i,
+                        closed: true,
+                    },
+                    None,
+                ));
             };
             if let Some(w) = arms[index].fire(held) {
                 let closed = false;
@@ -460,6 +477,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
             port: Port::new(chan.chan()),
             dst,
             displaced: None,
+            refused: None,
         }));
         self.arms.len() - 1
     }
@@ -545,8 +563,10 @@ impl<'a, L: Strategy> Alt<'a, L> {
     /// Withdraws a queued async wait (the future's drop, or a leaked future's): aborts it
     /// under every lock, or, if an arm fired first, gives a received value back to its
     /// channel (as for a dropped `RecvFuture`); unlinks every node; waits until a claimer is
-    /// done with the context; only then runs user code (the other receiver's waker, drops
-    /// of displaced values), so a panic there cannot free what the claimer still touches.
+    /// done with the context; puts unsent values back in their places. Only then does it run
+    /// user code (the wake-up of a receiver a value went back to, drops of displaced
+    /// values), each piece caught, so that a panic there neither frees what the claimer
+    /// still touches nor skips the rest (see `crate::unwind`).
     fn cancel_async(&mut self, ctx: &Party<L::Waiter>) {
         self.pending = std::ptr::null();
         let Alt {
@@ -554,13 +574,13 @@ impl<'a, L: Strategy> Alt<'a, L> {
         } = self;
         let mut locks = Locks::lock(arms, lock_order);
         let aborted = ctx.abort();
-        let (w, fired) = match ctx.selected() {
+        let w = match ctx.selected() {
             Selected::Operation(i) if !aborted => {
                 // The fired arm's node is unlinked and was written under its channel's lock.
                 let (arms, held) = locks.arms();
-                (arms[i].give_back(held), Some(i))
+                arms[i].give_back(held)
             }
-            _ => (None, None),
+            _ => None,
         };
         locks.dequeue_all();
         drop(locks);
@@ -570,12 +590,11 @@ impl<'a, L: Strategy> Alt<'a, L> {
                 crate::sync::yield_now();
             }
         }
-        let _other = WakeOnDrop(w);
-        if let Some(i) = fired {
-            arms[i].settle();
-        }
         finish_arms(arms);
-        release_arms(arms);
+        let mut caught = Caught::none();
+        caught.keep_err(w.map_or(Ok(()), Wake::signal));
+        release_arms(arms, &mut caught);
+        caught.finish();
     }
 }
 
@@ -657,7 +676,9 @@ fn run<'a, L: Strategy, A: ArmPtr<'a, L>>(
     guard.disarm();
     dequeue_all(arms, lock_order);
     finish_arms(arms);
-    release_arms(arms);
+    let mut caught = Caught::none();
+    release_arms(arms, &mut caught);
+    caught.finish();
     match ctx.selected() {
         _ if !signalled => None,
         selected => Fired::from_selected(selected),
@@ -665,12 +686,14 @@ fn run<'a, L: Strategy, A: ArmPtr<'a, L>>(
 }
 
 /// An arm that fired at once, its locks released: the value to the caller's place first,
-/// then the partner's wake-up, then the drop of what the place held. The last two are
-/// user code; in this order a panic in either leaves a received value delivered.
+/// then the partner's wake-up and the drop of what the place held, user code that runs
+/// caught, both of it, after the value is delivered.
 fn complete_ready<L: Strategy>(arm: &mut (dyn Arm<L> + '_), w: Option<Wake<L::Waiter>>) {
     arm.finish();
-    wake(w);
-    arm.release();
+    let mut caught = Caught::none();
+    caught.keep_err(w.map_or(Ok(()), Wake::signal));
+    caught.run(|| arm.release());
+    caught.finish();
 }
 
 /// After a wait, every node unlinked: values to (and unsent values back to) the arms'
@@ -681,10 +704,10 @@ fn finish_arms<'a, L: Strategy, A: ArmPtr<'a, L>>(arms: &mut [A]) {
     }
 }
 
-/// Drops what [`finish_arms`] displaced (user code: may panic).
-fn release_arms<'a, L: Strategy, A: ArmPtr<'a, L>>(arms: &mut [A]) {
+/// Drops what [`finish_arms`] displaced: user code, every arm's caught into `caught`.
+fn release_arms<'a, L: Strategy, A: ArmPtr<'a, L>>(arms: &mut [A], caught: &mut Caught) {
     for arm in arms.iter_mut() {
-        arm.release();
+        caught.run(|| arm.release());
     }
 }
 

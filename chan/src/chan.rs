@@ -4,6 +4,7 @@
 
 use crate::error::*;
 use crate::sync::Ordering::{AcqRel, Relaxed};
+use crate::unwind::Caught;
 use crate::waitq::{Abandon, Node, Party};
 use locks::{Adaptive, Strategy};
 use std::fmt;
@@ -434,6 +435,7 @@ impl<T, L: Strategy> Chan<T, L> {
             return Ok(self.shared.deliver(v, w));
         }
         if st.recv_closed() {
+            drop(st);
             return Err(RecvFail::Closed);
         }
         match wait {
@@ -476,14 +478,21 @@ impl<T, L: Strategy> Chan<T, L> {
     /// and every blocked sender, receiver and alt is woken. False if it was already closed.
     ///
     /// A waker that panics does not stop the others: every blocked party is woken, then the
-    /// first panic goes on from here (the channel is closed either way).
+    /// first panic goes on from here (the channel is closed either way), unless this thread
+    /// is already unwinding, when it is discarded rather than abort the process.
     pub fn close(&self) -> bool {
+        let (closed, caught) = self.close_caught();
+        caught.finish();
+        closed
+    }
+
+    /// [`close`](Self::close), the wakers' first panic returned rather than raised.
+    fn close_caught(&self) -> (bool, Caught) {
         let st = self.shared.lock();
         if st.is_closed() {
-            return false;
+            return (false, Caught::none());
         }
-        self.shared.release_closed(st);
-        true
+        (true, self.shared.release_closed(st))
     }
 
     /// `None` while open; once closed, how many values are still buffered (9front's
@@ -603,16 +612,22 @@ impl<T, L: Strategy> Clone for Chan<T, L> {
 }
 
 impl<T, L: Strategy> Drop for Chan<T, L> {
+    /// Counts the handle out of both its sides before any user code runs: the close's
+    /// wakers and the drops of discarded values come after, each caught, and the first
+    /// panic goes on once all have run (see `crate::unwind`).
     fn drop(&mut self) {
         // AcqRel: the last handle of a side closes after every other handle of that side
         // has finished with the channel.
-        if self.role.sends() && self.shared.senders.fetch_sub(1, AcqRel) == 1 {
-            self.close();
+        let last_sender = self.role.sends() && self.shared.senders.fetch_sub(1, AcqRel) == 1;
+        let last_receiver = self.role.receives() && self.shared.receivers.fetch_sub(1, AcqRel) == 1;
+        if !(last_sender || last_receiver) {
+            return;
         }
-        if self.role.receives() && self.shared.receivers.fetch_sub(1, AcqRel) == 1 {
-            self.close();
-            self.shared.discard_buffered();
+        let (_, mut caught) = self.close_caught();
+        if last_receiver {
+            caught.merge(self.shared.discard_buffered());
         }
+        caught.finish();
     }
 }
 

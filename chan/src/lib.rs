@@ -134,9 +134,13 @@
 //! - `nbsend`/`nbrecv`/`len`/`is_closed` read a summary word without the lock, after a SeqCst
 //!   fence, so they are linearizable across channels (the store-buffering litmus is a loom
 //!   model and a native test).
-//! - A buffered value whose `Drop` panics, when the last handle goes: every other value is
-//!   still dropped, and the first panic goes on from that drop (a second panic while the
-//!   thread is already unwinding aborts, as anywhere in Rust).
+//! - User code that the channel runs (a waker, the `Drop` of a value or of a waker) runs only
+//!   once the operation, close or drop that runs it has finished changing the channel. Each
+//!   piece runs caught, all of them run even if one panics, and the first panic goes on at the
+//!   end. On a thread that is already unwinding it is discarded instead: raised there, it
+//!   would abort the process. So a buffered value whose `Drop` panics does not stop the others
+//!   being dropped, a close wakes everyone, and a handle dropped during a panic is counted out
+//!   of both its sides.
 //! - The semaphore lock counts up to 65,535 sleepers in its futex word; more (Linux allows
 //!   about four million threads) wait uncounted and look for a permit every millisecond.
 //!
@@ -204,7 +208,12 @@
 //! value already handed to a dropped receive goes to the next waiting receiver or back to the
 //! front of the buffer (which may then hold one value beyond its capacity until it is
 //! received), so no value is lost or duplicated, and it comes before every later value of its
-//! sender still in the channel. (A later value that another receiver took while the dropped
+//! sender still in the channel. A value handed to a receive future was received at that
+//! moment, as a thread's would be, so it holds nothing up: a close ends the other receivers at
+//! once, and a future leaked with `mem::forget` keeps its value for ever, blocking nobody. The
+//! one exception to giving back: once a receive has reported the channel closed and drained,
+//! a dropped future's value is dropped with it, since received after that report it would
+//! have risen from the dead. (A later value that another receiver took while the dropped
 //! future held this one was taken first: that receiver then sees the two out of order, the
 //! one reordering a cancellation makes, which the soak (`chansoak`) counts and bounds.) A dropped
 //! `Alt::wait_async` gives a received value back to its channel the same way. Timeouts for tasks
@@ -265,6 +274,7 @@ mod macros;
 mod ring;
 mod rng;
 mod sync;
+mod unwind;
 mod waitq;
 
 pub use crate::alt::{Alt, AltFuture, Fired, SendAlt, SendAltFuture};

@@ -19,6 +19,7 @@
 //! [`Party::abandon`] covers a waiter that unwinds.
 
 use crate::sync::{AtomicBool, AtomicUsize, Ordering::*};
+use crate::unwind;
 use std::cell::{Cell, UnsafeCell};
 use std::ptr;
 use std::task::Waker;
@@ -351,41 +352,25 @@ enum Signal<W> {
     Task(Option<Waker>, *const TaskWait),
 }
 
-/// A claimed waiter's wake-up that happens when this is dropped, on unwinding too: code that
-/// runs user code between a claim and its wake-up (a cancelled future's drop) cannot leave
-/// the claimed party asleep by panicking.
-pub(crate) struct WakeOnDrop<W: locks::Waiter>(pub(crate) Option<Wake<W>>);
-
-impl<W: locks::Waiter> Drop for WakeOnDrop<W> {
-    fn drop(&mut self) {
-        if let Some(w) = self.0.take() {
-            w.wake();
-        }
-    }
-}
-
-/// Runs a closure when dropped, on unwinding too.
-pub(crate) struct Defer<F: FnMut()>(pub(crate) F);
-
-impl<F: FnMut()> Drop for Defer<F> {
-    fn drop(&mut self) {
-        (self.0)();
-    }
-}
-
 impl<W: locks::Waiter> Wake<W> {
-    /// Whether the claimed owner is a task (its future may yet give back a value handed to
-    /// it), not a thread.
-    #[inline]
-    pub(crate) fn is_task(&self) -> bool {
-        matches!(self.0, Signal::Task(..))
-    }
-
-    /// Signals the claimed owner.
+    /// Signals the claimed owner. A task's waker is user code: if it panics, the panic goes
+    /// on from here once the owner is signalled, unless this thread is already unwinding
+    /// (see `crate::unwind`).
     ///
     /// Call with no channel lock held.
     #[inline]
     pub(crate) fn wake(self) {
+        if let Err(p) = self.signal() {
+            unwind::raise(p);
+        }
+    }
+
+    /// Signals the claimed owner, giving back the panic of a task's waker instead of raising
+    /// it: for a caller with more to do first (more parties to wake, values to give back).
+    ///
+    /// Call with no channel lock held.
+    #[inline]
+    pub(crate) fn signal(self) -> Result<(), unwind::Payload> {
         match self.0 {
             // SAFETY: `Wake`s are made only by claiming, which keeps the owner waiting (and
             // its context alive) until this signal; the caller has released the lock.
@@ -399,10 +384,11 @@ impl<W: locks::Waiter> Wake<W> {
                 // wake-up (one reference count operation fewer than waking by reference
                 // and dropping it; the task's next wait clones it again).
                 if let Some(w) = waker {
-                    w.wake();
+                    return unwind::caught(|| w.wake());
                 }
             }
         }
+        Ok(())
     }
 }
 

@@ -8,28 +8,10 @@ use chan::{Alt, Chan, TrySendError};
 use locks::{Adaptive, AdaptiveWaiter, NoParams, Strategy, Waiter};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::per_backend;
-
-/// Runs `f` on its own thread and fails the test if it has not finished in 20 s: a channel
-/// lock left held, or a wake-up lost, shows up as a named failure instead of a hung suite.
-fn deadline<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (tx, rx) = mpsc::channel();
-    let t = thread::spawn(move || {
-        let r = catch_unwind(AssertUnwindSafe(f));
-        let _ = tx.send(());
-        r
-    });
-    match rx.recv_timeout(Duration::from_secs(20)) {
-        Ok(()) => match t.join().unwrap() {
-            Ok(r) => r,
-            Err(p) => std::panic::resume_unwind(p),
-        },
-        Err(_) => panic!("{what}: still running after 20 s (deadlock or lost wake-up)"),
-    }
-}
+use testkit::{deadline, per_backend};
 
 static MODE: AtomicUsize = AtomicUsize::new(0);
 const PANIC_IN_WAIT: usize = 1;

@@ -19,33 +19,11 @@ use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::task::Poll;
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{per_backend, Tracked};
-
-/// Runs `f` on its own thread and fails if it has not finished in 30 s (natively): a lost
-/// wake-up shows up as a named failure, not a hung suite. Under Miri, where time is virtual
-/// and a step is slow, it simply runs `f`.
-fn deadline<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
-    if cfg!(miri) {
-        return f();
-    }
-    let (tx, rx) = mpsc::channel();
-    let t = thread::spawn(move || {
-        let r = catch_unwind(AssertUnwindSafe(f));
-        let _ = tx.send(());
-        r
-    });
-    match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(()) => t
-            .join()
-            .unwrap()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-        Err(_) => panic!("{what}: still running after 30 s (deadlock or lost wake-up)"),
-    }
-}
+use testkit::{deadline, per_backend, Tracked};
 
 /// A short pause that lets another thread reach its wait (virtual under Miri).
 fn settle() {
@@ -124,9 +102,9 @@ per_backend! {
     a_panicking_give_back_wake_waits_for_the_claimer_first,
     an_alt_future_with_a_panicking_give_back_wake_waits_too,
     close_wakes_everyone_past_a_panicking_waker,
-    a_lent_value_keeps_a_closed_channel_from_reading_drained,
-    a_lent_value_received_lets_the_others_see_the_close,
-    an_alt_future_lent_value_counts_too,
+    a_handed_value_holds_up_no_close,
+    a_dropped_future_gives_back_only_until_drained_is_reported,
+    an_alt_future_follows_the_same_rule,
     a_future_polled_twice_then_claimed,
     a_send_future_polled_twice_then_claimed,
     a_future_moved_to_another_thread_between_polls,
@@ -276,78 +254,79 @@ fn close_wakes_everyone_past_a_panicking_waker<S: Strategy>(p: S::Params) {
     });
 }
 
-/// Defect 4: a value handed to a receive future still counts as in the channel. After
-/// `close`, nobody is told "closed and drained" while the future may give it back; when it
-/// does, a waiting receiver gets it.
-fn a_lent_value_keeps_a_closed_channel_from_reading_drained<S: Strategy>(p: S::Params) {
-    deadline("a lent value", move || {
+/// The rule for a value handed to a receive future: it was received at the claim, so it
+/// holds nothing up. After `close`, the other receivers are told "closed and drained" at
+/// once, and the future still delivers the value when polled.
+fn a_handed_value_holds_up_no_close<S: Strategy>(p: S::Params) {
+    deadline("a handed value and close", move || {
         for cap in [0, 1] {
             let c = Chan::<u32, S>::with_params(cap, p);
             let mut f = Box::pin(c.recv_async());
             assert!(poll_noop(f.as_mut()).is_pending());
             c.send(5).unwrap();
-            c.close();
-            assert_eq!(
-                c.nbrecv(),
-                Err(TryRecvError::Empty),
-                "5 may still come back"
-            );
             let rx = c.clone();
             let waiting = thread::spawn(move || rx.recv());
             settle();
-            drop(f);
-            assert_eq!(waiting.join().unwrap(), Ok(5));
-            assert_eq!(c.recv(), Err(RecvError));
+            c.close();
+            assert_eq!(waiting.join().unwrap(), Err(RecvError));
+            assert_eq!(c.nbrecv(), Err(TryRecvError::Closed));
+            assert_eq!(poll_noop(f.as_mut()), Poll::Ready(Ok(5)));
             assert_eq!(c.nbrecv(), Err(TryRecvError::Closed));
         }
     });
 }
 
-/// Defect 4: once the lent value is received, receivers that waited on it see the close.
-fn a_lent_value_received_lets_the_others_see_the_close<S: Strategy>(p: S::Params) {
-    deadline("a lent value received", move || {
-        let c = Chan::<u32, S>::with_params(0, p);
+/// A future dropped before it delivers its value gives it back while nobody has been told
+/// "closed and drained"; once somebody has, the value is dropped with the future, once, and
+/// never received after that report.
+fn a_dropped_future_gives_back_only_until_drained_is_reported<S: Strategy>(p: S::Params) {
+    deadline("a dropped future's value", move || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        // Nobody looked: the value comes back, after the close too.
+        let c = Chan::<Tracked, S>::with_params(0, p);
         let mut f = Box::pin(c.recv_async());
         assert!(poll_noop(f.as_mut()).is_pending());
-        c.send(5).unwrap();
+        c.send(Tracked::new(5, &drops)).unwrap();
         c.close();
-        let (h, w) = counting();
-        let mut g = Box::pin(c.recv_async());
-        assert!(
-            poll_with(g.as_mut(), &w).is_pending(),
-            "5 may still come back"
-        );
-        let rx = c.clone();
-        let waiting = thread::spawn(move || rx.recv());
-        settle();
-        assert_eq!(poll_noop(f.as_mut()), Poll::Ready(Ok(5)));
-        assert_eq!(waiting.join().unwrap(), Err(RecvError));
-        assert_eq!(h.wakes(), 1, "the task is woken to see the close");
-        assert_eq!(poll_noop(g.as_mut()), Poll::Ready(Err(RecvError)));
+        drop(f);
+        assert_eq!(c.nbrecv().map(|t| t.id), Ok(5));
+        assert_eq!(c.nbrecv().map(|t| t.id), Err(TryRecvError::Closed));
+        assert_eq!(drops.load(SeqCst), 1);
+        // Somebody was told: the value goes with the future.
+        let c = Chan::<Tracked, S>::with_params(0, p);
+        let mut f = Box::pin(c.recv_async());
+        assert!(poll_noop(f.as_mut()).is_pending());
+        c.send(Tracked::new(6, &drops)).unwrap();
+        c.close();
+        assert!(c.recv().is_err(), "closed and drained");
+        drop(f);
+        assert_eq!(drops.load(SeqCst), 2, "dropped with the future");
+        assert!(c.nbrecv().is_err(), "not risen from the dead");
+        drop(c);
+        assert_eq!(drops.load(SeqCst), 2);
     });
 }
 
-/// Defect 4 through an async alt's receive arm: cancelled after it fired and after the
-/// close, its value goes back to a receiver that waited instead of reading "drained".
-fn an_alt_future_lent_value_counts_too<S: Strategy>(p: S::Params) {
-    deadline("an alt's lent value", move || {
-        let c = Chan::<u32, S>::with_params(0, p);
+/// The same rule through an async alt's receive arm: dropped after its arm fired and after a
+/// receiver was told "closed and drained", its value is dropped, not given back, and its
+/// place stays empty.
+fn an_alt_future_follows_the_same_rule<S: Strategy>(p: S::Params) {
+    deadline("an alt's handed value", move || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let c = Chan::<Tracked, S>::with_params(0, p);
         let mut x = None;
         let mut alt = Alt::new();
         alt.recv(&c, &mut x);
         let mut f = Box::pin(alt.wait_async());
         assert!(poll_noop(f.as_mut()).is_pending());
-        c.send(5).unwrap();
+        c.send(Tracked::new(5, &drops)).unwrap();
         c.close();
-        assert_eq!(c.nbrecv(), Err(TryRecvError::Empty));
-        let rx = c.clone();
-        let waiting = thread::spawn(move || rx.recv());
-        settle();
+        assert!(c.nbrecv().is_err(), "closed and drained at once");
         drop(f);
         drop(alt);
-        assert_eq!(waiting.join().unwrap(), Ok(5));
-        assert_eq!(x, None);
-        assert_eq!(c.recv(), Err(RecvError));
+        assert!(x.is_none());
+        assert_eq!(drops.load(SeqCst), 1);
+        assert!(c.recv().is_err());
     });
 }
 

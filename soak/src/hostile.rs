@@ -167,6 +167,8 @@ static UNWOUND_RECEIVED: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
 static UNWOUND_UNSENT: AtomicU64 = AtomicU64::new(0);
 static WAKERS: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
 static CLOSES_UNWOUND: AtomicU64 = AtomicU64::new(0);
+static WHILE_UNWINDING: AtomicU64 = AtomicU64::new(0);
+static CLOSES_WHILE_UNWINDING: AtomicU64 = AtomicU64::new(0);
 
 /// What hostile wakers did in a round.
 #[derive(Clone, Copy, Debug, Default)]
@@ -192,6 +194,11 @@ pub(super) struct Tally {
     pub unwound_unsent: u64,
     /// Closes that unwound from a waker's panic.
     pub closes_unwound: u64,
+    /// Closes run from a drop while their thread unwound from a panic of its own.
+    pub closes_while_unwinding: u64,
+    /// Panics raised by wakers on a thread already unwinding, which the library discarded
+    /// (not in `raised`: escaping, they would have aborted the process).
+    pub while_unwinding: u64,
 }
 
 impl std::ops::AddAssign for Tally {
@@ -208,6 +215,8 @@ impl std::ops::AddAssign for Tally {
         self.unwound_received[1] += o.unwound_received[1];
         self.unwound_unsent += o.unwound_unsent;
         self.closes_unwound += o.closes_unwound;
+        self.closes_while_unwinding += o.closes_while_unwinding;
+        self.while_unwinding += o.while_unwinding;
     }
 }
 
@@ -223,12 +232,19 @@ pub(super) fn take() -> Tally {
         unwound_received: std::array::from_fn(|i| UNWOUND_RECEIVED[i].swap(0, Relaxed)),
         unwound_unsent: UNWOUND_UNSENT.swap(0, Relaxed),
         closes_unwound: CLOSES_UNWOUND.swap(0, Relaxed),
+        closes_while_unwinding: CLOSES_WHILE_UNWINDING.swap(0, Relaxed),
+        while_unwinding: WHILE_UNWINDING.swap(0, Relaxed),
     }
 }
 
 /// A `close` unwound from a waker's panic.
 pub(super) fn close_unwound() {
     CLOSES_UNWOUND.fetch_add(1, Relaxed);
+}
+
+/// A `close` ran from a drop on an unwinding thread.
+pub(super) fn closed_while_unwinding() {
+    CLOSES_WHILE_UNWINDING.fetch_add(1, Relaxed);
 }
 
 /// For a stuck round: what hostile wakers had done in it so far, if anything.
@@ -316,6 +332,18 @@ pub(super) fn unwinding_receive(chan: usize) -> Option<usize> {
     Some(from)
 }
 
+/// Whether this thread is inside a guarded receive (or alt) on `chan` in which a waker has
+/// already panicked: a value meant for `chan` that the library drops now is one the receive
+/// took, and could not give back before the panic goes on.
+pub(super) fn receive_unwinding_soon(chan: usize) -> bool {
+    let receiving = match GUARD.with(Cell::get) {
+        Guard::Recv(c) => c == chan,
+        Guard::Alt(mask) => chan < 8 && mask & 1 << chan != 0,
+        _ => false,
+    };
+    receiving && RAISED_HERE.with(Cell::get) > 0
+}
+
 /// Whether a panic is a hostile waker's.
 pub(super) fn is_waker_panic(p: &(dyn std::any::Any + Send)) -> bool {
     p.is::<WakerPanic>()
@@ -355,8 +383,21 @@ impl<S: Strategy> Wake for Hostile<S> {
             return;
         }
         let armed = GUARD.with(Cell::get) != Guard::Off;
-        if !armed || std::thread::panicking() {
+        if !armed {
             SPARED.fetch_add(1, Relaxed);
+            return;
+        }
+        if std::thread::panicking() {
+            // Run by a close (or drop) on a thread that is already unwinding: the panic is
+            // legal there too, and the library must discard it, not let it abort the process.
+            if self
+                .panics
+                .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                WHILE_UNWINDING.fetch_add(1, Relaxed);
+                panic::panic_any(WakerPanic);
+            }
             return;
         }
         if self

@@ -28,6 +28,8 @@ pub(super) struct Summary {
     messages: u64,
     returned: u64,
     teardown: u64,
+    discarded: u64,
+    leaked: u64,
     timeouts: u64,
     alts: u64,
     closes: u64,
@@ -58,6 +60,8 @@ impl Summary {
             messages: 0,
             returned: 0,
             teardown: 0,
+            discarded: 0,
+            leaked: 0,
             timeouts: 0,
             alts: 0,
             closes: 0,
@@ -87,6 +91,8 @@ impl Summary {
         self.messages += o.tally.received;
         self.returned += o.tally.returned;
         self.teardown += o.tally.teardown;
+        self.discarded += o.tally.discarded;
+        self.leaked += o.tally.leaked;
         self.timeouts += o.counts.timeouts;
         self.alts += o.counts.alts;
         self.closes += o.closes;
@@ -146,8 +152,16 @@ impl Summary {
         let _ = writeln!(
             s,
             "values {} sent, {} echoed from drops, {} stale in alt slots; {} returned to senders, \
-             {} left in closed channels",
-            self.data, self.echoes, self.stale, self.returned, self.teardown
+             {} left in closed channels, {} dropped with receive futures after \"closed and \
+             drained\", {} held by {} leaked receive futures",
+            self.data,
+            self.echoes,
+            self.stale,
+            self.returned,
+            self.teardown,
+            self.discarded,
+            self.leaked,
+            self.counts.leaked_recvs
         );
         let _ = writeln!(
             s,
@@ -198,6 +212,11 @@ impl Summary {
             w.unwound_unsent,
             w.spared,
             w.reentries
+        );
+        let _ = writeln!(
+            s,
+            "{} closes from a drop on an unwinding thread; {} waker panics there, discarded",
+            w.closes_while_unwinding, w.while_unwinding
         );
         s.push_str(if ok { "ok\n" } else { "FAILED\n" });
         s

@@ -38,6 +38,10 @@ use super::plan::{AsyncWait, Role, LANES};
 use super::round::{Ctx, Leaving};
 use super::value::{self, accept, check_len, drop_watching, user_drop};
 use super::watchdog::{self, Doing, Op, Slot};
+
+/// Of 1024 pending receive futures a task gives up on, how many are leaked (`mem::forget`)
+/// rather than dropped: one in 32.
+const LEAK_PER_1024: u32 = 32;
 use super::worker::{Counts, Worker};
 use chan::{SendError, TryRecvError, TrySendError};
 use locks::Strategy;
@@ -447,6 +451,14 @@ impl<S: Strategy> Worker<'_, S> {
             }
             Some(Ok(Ok(v))) => accept(v, c),
             Some(Ok(Err(_))) => {}
+            // Still pending: now and then leaked rather than dropped. A value handed to it
+            // stays in it for ever, and must hold up nobody (chan's rule for leaked futures).
+            None if self.rng.chance(LEAK_PER_1024) => {
+                self.slot.begin(Doing::op(Op::Cancel, Some(c)));
+                value::leaked_receive(c);
+                std::mem::forget(fut);
+                self.counts.leaked_recvs += 1;
+            }
             // Pending, or its poll unwound from a waker's panic (a value it had taken then
             // dropped with the unwinding, counted): dropped as if cancelled.
             None | Some(Err(_)) => {
@@ -455,11 +467,8 @@ impl<S: Strategy> Worker<'_, S> {
                 value::may_have_given_back(c);
                 // A value it gives back may wake a hostile waker, which may panic: the value
                 // must be in the channel by then (and nothing may still write to the future).
-                if hostile::known_panics_on() {
-                    let _ = guarded(Guard::Other, || drop(fut));
-                } else {
-                    drop(fut);
-                }
+                // One it may not give back is dropped, and its drop may panic too.
+                let _ = value::cancel_receive(|| drop(fut));
                 self.counts.cancelled_recvs += 1;
             }
         }
@@ -494,7 +503,7 @@ impl<S: Strategy> Worker<'_, S> {
                 if fired.is_none() {
                     self.slot.begin(Doing::alt(Op::Cancel, arms_of(&arms)));
                     gave_back_maybe(arms.iter().filter(|a| !a.send).map(|a| a.chan));
-                    drop(fut);
+                    let _ = value::cancel_receive(|| drop(fut));
                     cancelled = true;
                 }
                 fired
@@ -544,7 +553,7 @@ impl<S: Strategy> Worker<'_, S> {
             None => {
                 self.slot.begin(Doing::alt(Op::Cancel, arms.into_iter()));
                 gave_back_maybe([a, b].into_iter());
-                drop(fut);
+                let _ = value::cancel_receive(|| drop(fut));
                 self.counts.cancelled_alts += 1;
             }
         }

@@ -70,6 +70,9 @@ static GIVE_BACKS_POSSIBLE: AtomicBool = AtomicBool::new(false);
 /// Per channel: receive futures (and async alts with a receive arm there) dropped while
 /// pending, each of which may have given one value back.
 static GIVE_BACKS: [AtomicU64; MAX_CHANS] = [const { AtomicU64::new(0) }; MAX_CHANS];
+/// Per channel: receive futures leaked (`mem::forget`) while waiting there, each of which
+/// may hold one value for ever.
+static LEAKS: [AtomicU64; MAX_CHANS] = [const { AtomicU64::new(0) }; MAX_CHANS];
 /// Per channel: values that arrived after a later value of their lane (only counted, rather
 /// than failed at once, when [`GIVE_BACKS_POSSIBLE`]).
 static LATE: [AtomicU64; MAX_CHANS] = [const { AtomicU64::new(0) }; MAX_CHANS];
@@ -86,6 +89,8 @@ thread_local! {
     static LAST_SEQ: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
     /// The value whose drop [`drop_watching`] watches for, and whether it came.
     static WATCH: Cell<(Option<u32>, bool)> = const { Cell::new((None, false)) };
+    /// Inside [`cancel_receive`]: the drop of a receive future or an async alt.
+    static CANCELLING: Cell<u32> = const { Cell::new(0) };
 }
 
 impl<S: Strategy> Val<S> {
@@ -124,6 +129,17 @@ impl<S: Strategy> Drop for Val<S> {
         // Only the channel's own destruction leaves a value "in the channel"; what a drop
         // does meanwhile (an echo given back) has its own story.
         let teardown = TEARDOWN.with(Cell::get) && DEPTH.with(Cell::get) == 0;
+        // Dropped by the library inside the drop of a receive future (or async alt) or inside
+        // a receive that gives back what it took: a value it had received, which the library
+        // drops rather than give back once the channel has been reported closed and drained.
+        let outermost = DEPTH.with(Cell::get) == 0 && !teardown && !self.stale;
+        if outermost
+            && !std::thread::panicking()
+            && (CANCELLING.with(Cell::get) > 0
+                || hostile::receive_unwinding_soon(usize::from(self.chan)))
+        {
+            ledger::global().discarded(self.id);
+        }
         ledger::global().dropped(self.id, teardown);
         WATCH.with(|w| {
             if w.get().0 == Some(self.id) {
@@ -332,6 +348,9 @@ pub(super) fn swap_order(mine: &mut Vec<u32>) {
 /// rather than failed).
 pub(super) fn round_begin(give_backs: bool) {
     GIVE_BACKS_POSSIBLE.store(give_backs, Relaxed);
+    for leaks in &LEAKS {
+        leaks.store(0, Relaxed);
+    }
     for c in 0..MAX_CHANS {
         GIVE_BACKS[c].store(0, Relaxed);
         LATE[c].store(0, Relaxed);
@@ -342,6 +361,57 @@ pub(super) fn round_begin(give_backs: bool) {
 /// while pending: it may give a value back.
 pub(super) fn may_have_given_back(c: usize) {
     GIVE_BACKS[c].fetch_add(1, Relaxed);
+}
+
+/// A receive future waiting on channel `c` was leaked: it may hold a value for ever.
+pub(super) fn leaked_receive(c: usize) {
+    LEAKS[c].fetch_add(1, Relaxed);
+}
+
+/// Per channel: receive futures leaked this round.
+pub(super) fn leaks() -> [u64; MAX_CHANS] {
+    std::array::from_fn(|c| LEAKS[c].load(Relaxed))
+}
+
+/// Runs `f` from a drop while this thread unwinds from a panic of its own (an intentional one,
+/// silenced), as a guard object's drop would. True if that panic, and only it, came out: a
+/// panic that `f` let escape would have aborted the process instead.
+pub(super) fn while_unwinding(f: impl FnOnce()) -> bool {
+    struct RunOnDrop<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for RunOnDrop<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    CATCHING.with(|c| c.set(c.get() + 1));
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        let _run = RunOnDrop(Some(f));
+        panic::panic_any(IntentionalPanic);
+    }));
+    CATCHING.with(|c| c.set(c.get() - 1));
+    matches!(result, Err(p) if p.is::<IntentionalPanic>())
+}
+
+/// Drops a receive future or an async alt (`f`) that may hold a value it received: the
+/// library gives the value back, or drops it if the channel has been reported closed and
+/// drained (recorded as discarded by the value's drop). A panic from that value's drop is
+/// caught and counted, as in [`user_drop`]; a hostile waker's, as in [`hostile::guarded`].
+pub(super) fn cancel_receive(f: impl FnOnce()) -> Result<(), hostile::Unwound> {
+    CANCELLING.with(|c| c.set(c.get() + 1));
+    CATCHING.with(|c| c.set(c.get() + 1));
+    let result = panic::catch_unwind(AssertUnwindSafe(|| hostile::guarded(Guard::Other, f)));
+    CATCHING.with(|c| c.set(c.get() - 1));
+    CANCELLING.with(|c| c.set(c.get() - 1));
+    match result {
+        Ok(r) => r,
+        Err(p) if p.is::<IntentionalPanic>() => {
+            PANICKING_DROPS.fetch_add(1, Relaxed);
+            Ok(())
+        }
+        Err(p) => panic::resume_unwind(p),
+    }
 }
 
 /// Per channel: values that arrived after a later value of their sender, and dropped receive

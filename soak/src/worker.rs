@@ -35,6 +35,8 @@ pub(super) struct Counts {
     pub cancelled_sent: u64,
     /// Receive futures dropped while pending.
     pub cancelled_recvs: u64,
+    /// Pending receive futures leaked (`mem::forget`) rather than dropped.
+    pub leaked_recvs: u64,
     /// Async alts dropped while pending.
     pub cancelled_alts: u64,
     /// Of those, alts whose send arm had fired all the same.
@@ -49,6 +51,7 @@ impl std::ops::AddAssign for Counts {
         self.cancelled_unsent += o.cancelled_unsent;
         self.cancelled_sent += o.cancelled_sent;
         self.cancelled_recvs += o.cancelled_recvs;
+        self.leaked_recvs += o.leaked_recvs;
         self.cancelled_alts += o.cancelled_alts;
         self.cancelled_alt_sends += o.cancelled_alt_sends;
     }

@@ -142,3 +142,25 @@ pub fn name<S: Strategy>(params: S::Params) -> String {
 pub fn backend<S: Strategy>(p: S::Params) -> Backend {
     name::<S>(p).parse().expect("a strategy's own name parses")
 }
+
+/// Runs `f` on a thread of its own and fails, naming `what`, if it has not finished in 30 s:
+/// a lock left held or a wake-up lost shows up as a named failure, not a hung suite. A panic
+/// in `f` goes on from here. Under Miri, whose clock is virtual and whose steps are slow, it
+/// simply runs `f`.
+pub fn deadline<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
+    use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+    use std::time::Duration;
+    if cfg!(miri) {
+        return f();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let r = catch_unwind(AssertUnwindSafe(f));
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(()) => t.join().unwrap().unwrap_or_else(|p| resume_unwind(p)),
+        Err(_) => panic!("{what}: still running after 30 s (deadlock or lost wake-up)"),
+    }
+}

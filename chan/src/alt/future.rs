@@ -13,6 +13,7 @@
 //! drop it. Unsent values go back to their send arms' `Option`s, as after a timed-out wait.
 
 use super::{complete_ready, dequeue_all, finish_arms, release_arms, Alt, Fired, Locks};
+use crate::unwind::Caught;
 use crate::waitq::{Party, Selected, Stage};
 use locks::{Adaptive, Strategy};
 use std::cell::UnsafeCell;
@@ -154,15 +155,12 @@ impl<L: Strategy> AltFuture<'_, '_, L> {
                 dequeue_all(arms, lock_order);
                 self.alt.pending = std::ptr::null();
                 self.stage = Stage::Done;
-                // Values to their places first (no user code), then count a receive arm's
-                // lent value received, then drop what the places held (user code: a panic
-                // there leaves every value delivered and counted).
+                // Values to their places first (no user code), then drop what the places
+                // held (user code: a panic there leaves every value delivered).
                 finish_arms(&mut self.alt.arms);
-                if let Selected::Operation(index) = selected {
-                    // A send arm's `lent_received` does nothing.
-                    self.alt.arms[index].lent_received();
-                }
-                release_arms(&mut self.alt.arms);
+                let mut caught = Caught::none();
+                release_arms(&mut self.alt.arms, &mut caught);
+                caught.finish();
                 let fired = Fired::from_selected(selected);
                 return Poll::Ready(
                     fired.unwrap_or_else(|| unreachable!("only the drop aborts an async alt")),
@@ -221,13 +219,21 @@ impl<L: Strategy> futures_core::FusedFuture for AltFuture<'_, '_, L> {
 }
 
 impl<L: Strategy> Drop for AltFuture<'_, '_, L> {
+    /// Withdraws a queued wait, then drops the waker the context may still hold: user code,
+    /// run caught after everything else (see `crate::unwind`), not left to the drop glue.
     fn drop(&mut self) {
-        if self.stage != Stage::Queued {
-            return;
+        let mut caught = Caught::none();
+        if self.stage == Stage::Queued {
+            self.stage = Stage::Done;
+            let ctx = self.ctx();
+            caught.run(|| self.alt.cancel_async(ctx));
         }
-        self.stage = Stage::Done;
-        let ctx = self.ctx();
-        self.alt.cancel_async(ctx);
+        // SAFETY: no node of the context is queued any more (withdrawn just above, or never
+        // queued, or dequeued when the wait ended), and any claimer has signalled: the
+        // waker slot is ours.
+        let waker = unsafe { (*self.ctx.get()).swap_waker(None) };
+        caught.run(|| drop(waker));
+        caught.finish();
     }
 }
 

@@ -25,6 +25,7 @@ pub fn recv<'a, T: 'a, L: Strategy>(
         port: Port::new(chan.chan()),
         dst,
         displaced: None,
+        refused: None,
     }
 }
 

@@ -27,10 +27,13 @@
 //!   (the other receiver's waker, its own waker's drop, a value's drop), so a panic there
 //!   cannot free memory the claimer still writes.
 //!
-//! A value put into a task's receive node is *lent* (`State::lent`): until the future takes
-//! it out, or gives it back, it is still in the channel, and a closed channel does not report
-//! "closed and drained" (receivers wait instead, and `close` leaves them queued). The future
-//! that takes the last lent value out of a closed channel wakes them to see the close.
+//! A value put into a task's receive node has been received, as one put into a thread's
+//! node has: the receive happened at the claim, and the future only delivers it later. So
+//! the value holds nothing up: a close ends the other receivers at once, and a future that
+//! is leaked keeps its value for ever, without anyone waiting on it. A future dropped before
+//! it delivers gives the value back as above, unless some receive has meanwhile reported the
+//! channel closed and drained: the value is then dropped with the future, since received
+//! after that report it would have risen from the dead (`State::give_back`).
 //!
 //! Waker discipline: a waker is cloned with no lock held (cloning, like waking, runs the
 //! executor's code) and replaced, on a poll with a waker that would not wake the stored one,
@@ -38,8 +41,8 @@
 
 use super::{wake, Chan, Locked, Shared};
 use crate::error::{RecvError, SendError};
-use crate::waitq::{Defer, WakeOnDrop};
-use crate::waitq::{Node, Party, Selected, Stage};
+use crate::unwind::Caught;
+use crate::waitq::{Node, Party, Selected, Stage, Wake};
 use crate::{Receiver, Sender};
 use locks::{Adaptive, Strategy, Waiter};
 use std::cell::{Cell, UnsafeCell};
@@ -136,46 +139,29 @@ impl<T, W: Waiter> Op<T, W> {
     }
 
     /// Ends a wait whose node is unlinked and whose claimer (if any) has signalled: takes
-    /// what its slot holds and drops the rest (a waker the claimer did not take). Runs
-    /// executor code (the waker's drop): call with no lock held.
-    fn finish(&self) -> Option<T> {
+    /// what its slot holds, and the waker if the claimer did not take it (a wait aborted
+    /// before any claim), and frees the rest, which runs no user code. The caller drops the
+    /// two it gets, each user code, with no lock held.
+    fn finish(&self) -> (Option<T>, Option<Waker>) {
+        let wait = self.wait();
         // SAFETY: it was `Queued`, so initialised; unlinked and signalled, so ours alone.
-        let v = unsafe { self.wait().node.take() };
+        let (v, waker) = unsafe { (wait.node.take(), wait.ctx.swap_waker(None)) };
         self.stage.set(Stage::Done);
         // SAFETY: as above; the stage says it is gone before it goes, so nothing reads it
-        // again (in place: moving it out first would copy all of it).
+        // again (in place: moving it out first would copy all of it). Slot and waker are
+        // empty, so nothing of the user's runs.
         unsafe { ptr::drop_in_place(self.at.get()) };
-        v
+        (v, waker)
     }
 
-    /// [`finish`](Self::finish) for a receive that completes: a value in the slot was lent
-    /// to us, and is counted received (`Shared::lent_received`) before any user code runs.
-    /// Dropping the wait runs the waker's drop, and counting may wake receivers of a closed
-    /// channel: user code, which may panic; the value then goes back to the channel before
-    /// the panic goes on, so it is neither lost nor left counted as lent for ever.
-    #[inline(never)]
-    fn finish_recv<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>) -> Option<T> {
-        // SAFETY: queued until now; unlinked and signalled (the caller saw `done`), so ours.
-        let v = unsafe { self.wait().node.take() };
-        self.stage.set(Stage::Done);
-        let counted = Cell::new(false);
-        let rest = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if v.is_some() {
-                counted.set(true);
-                sh.lent_received();
-            }
-            // SAFETY: as in `finish`.
-            unsafe { ptr::drop_in_place(self.at.get()) };
-        }));
-        match rest {
-            Ok(()) => v,
-            Err(p) => {
-                if let Some(v) = v {
-                    sh.put_back(v, !counted.get());
-                }
-                std::panic::resume_unwind(p)
-            }
-        }
+    /// [`finish`](Self::finish) of a wait that a partner ended: the claim took the waker, so
+    /// no user code is left to run. A receive's value, or a send's that a close left.
+    #[inline]
+    fn complete(&self) -> Option<T> {
+        let (v, waker) = self.finish();
+        debug_assert!(waker.is_none(), "a claim takes the waker");
+        std::mem::forget(waker);
+        v
     }
 
     /// A queued operation: `Ready` once a partner has claimed it and signalled (the node is
@@ -219,47 +205,46 @@ impl<T, W: Waiter> Op<T, W> {
     }
 
     /// Drop of a queued operation: see the module docs for where a value goes. A send's
-    /// value still in its node is dropped here, once, with no lock held.
+    /// value still in its node is dropped here, once, with no lock held. The user code that
+    /// follows (the wake-up of a receiver a value went back to, the drops of a value and of
+    /// our waker) runs once the wait is over, each piece caught (see `crate::unwind`).
     #[cold]
     #[inline(never)]
     fn cancel_queued<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
         let Wait { ctx, node } = self.wait();
         let mut st = sh.lock();
+        let mut back = Ok(None);
         if ctx.abort() {
             match dir {
                 Dir::Send => st.unqueue_sender(node),
                 Dir::Recv => st.unqueue_receiver(node),
             }
             drop(st);
-            drop(self.finish());
-            return;
-        }
-        // Claimed. The partner wrote the node under this lock, which we now hold.
-        let (w, gave_back) = match dir {
-            // SAFETY: claimed and unlinked: the slot is ours.
-            Dir::Recv => match unsafe { node.take() } {
-                Some(v) => (st.give_back(v), st.is_closed()),
-                None => (None, false),
-            },
-            Dir::Send => (None, false),
-        };
-        drop(st);
-        // The partner may still be about to signal: it must be done with us before we run
-        // any user code (the other receiver's waker, our waker's drop, a send's value's
-        // drop), any of which may panic and free this future while the partner still
-        // writes to it. From here on a panic cannot stop the other receiver's wake-up.
-        while !ctx.task_signalled() {
-            crate::sync::yield_now();
-        }
-        // Dropped in reverse: the value (a send's slot is empty, or holds what a close left
-        // there), then the settling of a closed channel, then the other receiver's wake-up.
-        let _other = WakeOnDrop(w);
-        let _settle = Defer(|| {
-            if gave_back {
-                sh.settle_closed();
+        } else {
+            // Claimed. The partner wrote the node under this lock, which we now hold.
+            if dir == Dir::Recv {
+                // SAFETY: claimed and unlinked: the slot is ours.
+                if let Some(v) = unsafe { node.take() } {
+                    back = st.give_back(v);
+                }
             }
-        });
-        let _v = self.finish();
+            drop(st);
+            // The partner may still be about to signal: it must be done with us before we
+            // run any user code, which may panic and free this future while the partner
+            // still writes to it.
+            while !ctx.task_signalled() {
+                crate::sync::yield_now();
+            }
+        }
+        let (v, waker) = self.finish();
+        let mut caught = Caught::none();
+        match back {
+            Ok(w) => caught.keep_err(w.map_or(Ok(()), Wake::signal)),
+            Err(refused) => caught.run(|| drop(refused)),
+        }
+        caught.run(|| drop(v));
+        caught.run(|| drop(waker));
+        caught.finish();
     }
 
     /// Drop of an operation: nothing to do unless it is queued.
@@ -283,7 +268,10 @@ impl<T, W: Waiter> Op<T, W> {
         cx: &TaskCx<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
         match complete_send(st, v) {
-            Ok(done) => done,
+            Ok((done, w)) => {
+                wake(w);
+                done
+            }
             Err((st, v)) => {
                 // Full: the wait needs a waker, and cloning runs the executor's code, never
                 // under the lock.
@@ -303,10 +291,16 @@ impl<T, W: Waiter> Op<T, W> {
         cx: &TaskCx<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
         let waker = cx.waker().clone();
-        // Completed: the partner is woken inside, before our clone's drop at the end of this
-        // scope, which is user code that may panic.
         match complete_send(sh.lock_in_task(), v) {
-            Ok(done) => done,
+            Ok((done, w)) => {
+                // Completed: the clone is not needed. Its drop and the partner's wake-up are
+                // user code, both run.
+                let mut caught = Caught::none();
+                caught.keep_err(w.map_or(Ok(()), Wake::signal));
+                caught.run(|| drop(waker));
+                caught.finish();
+                done
+            }
             Err((mut st, v)) => {
                 self.queue(&mut st, Dir::Send, Some(v), waker);
                 Poll::Pending
@@ -323,9 +317,10 @@ impl<T, W: Waiter> Op<T, W> {
         st: Locked<'_, T, L>,
         cx: &TaskCx<'_>,
     ) -> Poll<Result<T, RecvError>> {
-        match complete_recv(sh, st) {
-            Ok(done) => done,
-            Err(st) => {
+        match complete_recv(st) {
+            RecvNow::Got(v, w) => Poll::Ready(Ok(sh.deliver(v, w))),
+            RecvNow::Closed => Poll::Ready(Err(RecvError)),
+            RecvNow::Wait(st) => {
                 drop(st);
                 self.recv_wait(sh, cx)
             }
@@ -340,11 +335,14 @@ impl<T, W: Waiter> Op<T, W> {
         cx: &TaskCx<'_>,
     ) -> Poll<Result<T, RecvError>> {
         let waker = cx.waker().clone();
-        // Completed: the partner is woken inside, before our clone's drop at the end of this
-        // scope, which is user code that may panic.
-        match complete_recv(sh, sh.lock_in_task()) {
-            Ok(done) => done,
-            Err(mut st) => {
+        match complete_recv(sh.lock_in_task()) {
+            // Completed: the clone is not needed (see `Shared::deliver_dropping`).
+            RecvNow::Got(v, w) => Poll::Ready(Ok(sh.deliver_dropping(v, w, waker))),
+            RecvNow::Closed => {
+                drop(waker);
+                Poll::Ready(Err(RecvError))
+            }
+            RecvNow::Wait(mut st) => {
                 self.queue(&mut st, Dir::Recv, None, waker);
                 Poll::Pending
             }
@@ -366,7 +364,7 @@ impl<T, W: Waiter> Op<T, W> {
                     return Poll::Pending;
                 }
                 // A receiver emptied the slot; a close left the value in it.
-                return Poll::Ready(match self.finish() {
+                return Poll::Ready(match self.complete() {
                     None => Ok(()),
                     Some(v) => Err(SendError(v)),
                 });
@@ -404,8 +402,8 @@ impl<T, W: Waiter> Op<T, W> {
                 if !self.wait().ctx.task_signalled() && self.poll_queued(sh, cx).is_pending() {
                     return Poll::Pending;
                 }
-                // A sender filled the slot (lending us the value); a close left it empty.
-                return Poll::Ready(self.finish_recv(sh).ok_or(RecvError));
+                // A sender filled the slot; a close left it empty.
+                return Poll::Ready(self.complete().ok_or(RecvError));
             }
             Stage::Done => panic!("a receive future polled after it completed"),
         }
@@ -426,46 +424,50 @@ impl<T, W: Waiter> Op<T, W> {
 }
 
 /// A send under the lock, completed if it can be (closed, or a receiver or room for the
-/// value): the lock is released and any claimed receiver woken. Else the lock and the value
-/// back, for the caller to wait.
+/// value): the lock is released, and the outcome comes back with the claimed receiver, for
+/// the caller to wake. Else the lock and the value back, for the caller to wait.
 #[inline(always)]
 #[allow(clippy::type_complexity)]
 fn complete_send<T, L: Strategy>(
     mut st: Locked<'_, T, L>,
     v: T,
-) -> Result<Poll<Result<(), SendError<T>>>, (Locked<'_, T, L>, T)> {
+) -> Result<(Poll<Result<(), SendError<T>>>, Option<Wake<L::Waiter>>), (Locked<'_, T, L>, T)> {
     if st.is_closed() {
         drop(st);
-        return Ok(Poll::Ready(Err(SendError(v))));
+        return Ok((Poll::Ready(Err(SendError(v))), None));
     }
     match st.try_send(v) {
         Ok(w) => {
             drop(st);
-            wake(w);
-            Ok(Poll::Ready(Ok(())))
+            Ok((Poll::Ready(Ok(())), w))
         }
         Err(v) => Err((st, v)),
     }
 }
 
-/// A receive under the lock, completed if it can be (a value buffered or a sender to take
-/// from, or closed and drained): the lock is released and any claimed sender woken. Else the
-/// lock back, for the caller to wait.
+/// What a receive under the lock found.
+enum RecvNow<'a, T, L: Strategy> {
+    /// A value, and the sender to wake (lock released): deliver with `Shared::deliver`.
+    Got(T, Option<Wake<L::Waiter>>),
+    /// Closed and drained (lock released).
+    Closed,
+    /// Nothing yet: the lock back, for the caller to wait.
+    Wait(Locked<'a, T, L>),
+}
+
+/// A receive under the lock, completed if it can be: a value buffered or a sender to take
+/// from, or closed and drained.
 #[inline(always)]
-#[allow(clippy::type_complexity)]
-fn complete_recv<'a, T, L: Strategy>(
-    sh: &Shared<T, L>,
-    mut st: Locked<'a, T, L>,
-) -> Result<Poll<Result<T, RecvError>>, Locked<'a, T, L>> {
+fn complete_recv<T, L: Strategy>(mut st: Locked<'_, T, L>) -> RecvNow<'_, T, L> {
     if let Some((v, w)) = st.try_recv() {
         drop(st);
-        return Ok(Poll::Ready(Ok(sh.deliver(v, w))));
+        return RecvNow::Got(v, w);
     }
     if st.recv_closed() {
         drop(st);
-        return Ok(Poll::Ready(Err(RecvError)));
+        return RecvNow::Closed;
     }
-    Err(st)
+    RecvNow::Wait(st)
 }
 
 /// A channel an async operation borrows (`&Chan`) or owns (an endpoint's `Chan`, so that the

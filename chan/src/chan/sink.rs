@@ -68,14 +68,25 @@ impl<T, L: Strategy> SendSink<'_, T, L> {
         if !self.pending.get() {
             return Poll::Ready(Ok(()));
         }
-        let done = self.op.poll_send(&self.chan.chan().shared, &self.value, cx);
-        if done.is_ready() {
-            // Sent or refused (the value is in the error): nothing in flight, and the
-            // operation ready for the next item.
-            self.pending.set(false);
-            self.op.stage.set(Stage::Idle);
+        // Once the operation is done (sent, or refused with the value in the error), nothing
+        // is in flight and the operation is ready for the next item. Also if user code run on
+        // the way (another task's waker, our waker's clone) panics: `Done` means the value
+        // has left `value`, and the sink must not stay broken by somebody else's panic.
+        let _ready = ReadyWhenDone(self);
+        self.op.poll_send(&self.chan.chan().shared, &self.value, cx)
+    }
+}
+
+/// Makes a sink whose operation is done ready for the next item when dropped, on
+/// unwinding too.
+struct ReadyWhenDone<'s, 'a, T, L: Strategy>(&'s SendSink<'a, T, L>);
+
+impl<T, L: Strategy> Drop for ReadyWhenDone<'_, '_, T, L> {
+    fn drop(&mut self) {
+        if self.0.op.stage.get() == Stage::Done {
+            self.0.pending.set(false);
+            self.0.op.stage.set(Stage::Idle);
         }
-        done
     }
 }
 

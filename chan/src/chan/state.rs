@@ -4,11 +4,11 @@
 
 use crate::ring::Ring;
 use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering::*};
+use crate::unwind::{self, Caught, Payload};
 use crate::waitq::{Node, WaitQueue, Wake};
 use locks::Strategy;
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// What a lock-free reader may know, published at every unlock: how many values are
 /// buffered, whether senders or receivers are queued, whether the channel is closed.
@@ -99,10 +99,6 @@ pub(crate) struct Shared<T, L: Strategy> {
     /// `Receiver`s). When either count reaches zero the channel closes.
     pub(super) senders: AtomicUsize,
     pub(super) receivers: AtomicUsize,
-    /// How many values lent to receive futures have come back out of their nodes (received
-    /// by the future, without the lock); with `State::lent` it tells whether a value handed
-    /// to a task may still be given back.
-    returned: AtomicU64,
     /// This channel's creation number, its place in alt's lock order under loom (see
     /// `Shared::lock_key`).
     #[cfg(loom)]
@@ -130,13 +126,12 @@ impl<T, L: Strategy> Shared<T, L> {
                 flags: 0,
                 sendq: WaitQueue::new(),
                 recvq: WaitQueue::new(),
-                lent: 0,
+                drained: false,
             }),
             summary: AtomicU64::new(0),
             cap: nbuf,
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
-            returned: AtomicU64::new(0),
             #[cfg(loom)]
             seq: {
                 static NEXT: std::sync::atomic::AtomicUsize =
@@ -147,10 +142,10 @@ impl<T, L: Strategy> Shared<T, L> {
     }
 
     /// Drops what is buffered, outside the lock (the last receiver has gone, so nothing can
-    /// receive it); a panicking `Drop` is handled as in the channel's own drop.
-    pub(super) fn discard_buffered(&self) {
+    /// receive it); every value is dropped, and the first panic of their `Drop`s is returned.
+    pub(super) fn discard_buffered(&self) -> Caught {
         let buf = std::mem::take(&mut self.lock().buf);
-        drop_each(buf);
+        drop_each(buf)
     }
 }
 
@@ -182,11 +177,11 @@ pub(crate) struct State<T, W> {
     recvq: WaitQueue<T, W>,
     sendq: WaitQueue<T, W>,
     cap: usize,
-    /// Values handed to waiting receive futures (tasks), counted at the claim and counted
-    /// back when one is given back; `Shared::returned` counts those received. A value still
-    /// lent is still in the channel: a dropped future gives it back, so until it is received
-    /// a closed channel does not read "drained" (see [`Locked::recv_closed`]).
-    lent: u64,
+    /// Whether some receive has reported the channel closed and drained. From then on a
+    /// value that a receive future gives back (dropped after it was handed the value) is
+    /// dropped instead: put back, it would be received after "closed and drained", a value
+    /// risen from the dead ([`give_back`](State::give_back)).
+    drained: bool,
 }
 
 /// Signals a claimed waiter, if any; call with no channel lock held.
@@ -198,15 +193,6 @@ pub(crate) fn wake<W: locks::Waiter>(w: Option<Wake<W>>) {
 }
 
 impl<T, W: locks::Waiter> State<T, W> {
-    /// Counts a value just put into a claimed receiver's node, if that receiver is a task
-    /// (whose future may yet give it back); a thread always takes what it is handed.
-    #[inline]
-    pub(crate) fn lend(&mut self, w: &Wake<W>) {
-        if w.is_task() {
-            self.lent = self.lent.wrapping_add(1);
-        }
-    }
-
     /// Clears `RECEIVERS` if the receivers' queue has emptied (after a claim from it: the
     /// senders' queue did not change, so its bit stands).
     #[inline]
@@ -298,7 +284,6 @@ impl<T, W: locks::Waiter> State<T, W> {
         };
         // SAFETY: we claimed `r` under the lock; its owner waits for our signal.
         unsafe { r.put(v) };
-        self.lend(&w);
         self.receiver_left();
         Ok(w)
     }
@@ -446,20 +431,29 @@ impl<T, W: locks::Waiter> State<T, W> {
 
     /// Marks the channel closed and claims one blocked party, receivers first, to be woken
     /// with [`Selected::Closed`](crate::waitq::Selected::Closed); `None` once none is left.
-    /// Receivers stay queued while `keep_receivers` (a lent value may still come back to
-    /// them).
-    pub(crate) fn close_one(&mut self, keep_receivers: bool) -> Option<Wake<W>> {
+    /// A queued receiver means an empty buffer, so it is told "closed and drained".
+    pub(crate) fn close_one(&mut self) -> Option<Wake<W>> {
         self.store_flags(self.flags | CLOSED);
-        let receiver = match keep_receivers {
-            true => None,
-            false => self.recvq.claim(true),
-        };
-        let claimed = match receiver {
-            Some((_, w)) => Some(w),
+        let claimed = match self.recvq.claim(true) {
+            Some((_, w)) => {
+                self.drained = true;
+                Some(w)
+            }
             None => self.sendq.claim(true).map(|(_, w)| w),
         };
         self.sync_flags();
         claimed
+    }
+
+    /// Whether a receive that found nothing to take should report "closed and drained"; if
+    /// so, that is now known to have been said (see `drained`).
+    #[inline]
+    pub(crate) fn recv_closed(&mut self) -> bool {
+        if self.is_closed() {
+            self.drained = true;
+            return true;
+        }
+        false
     }
 
     /// Whether a send could complete now (for alt's poll).
@@ -487,26 +481,25 @@ impl<T, W: locks::Waiter> State<T, W> {
 }
 
 impl<T, W: locks::Waiter> State<T, W> {
-    /// Returns a value that a receive future had been handed but was dropped before it could
-    /// deliver it: to the first waiting receiver, else to the front of the buffer (whatever
-    /// the capacity, so nothing is lost and it is received next). No user code runs.
+    /// Puts back a value that a receive had taken but could not deliver: a receive future
+    /// dropped after it was handed the value, or a receive unwinding from its partner's
+    /// wake-up. It goes to the first waiting receiver (woken by the caller, with no lock
+    /// held), else to the front of the buffer, whatever the capacity, so that it is received
+    /// next.
     ///
-    /// The value is no longer lent; if it goes to another task, it is lent again. Afterwards,
-    /// if the channel is closed, call `Shared::settle_closed` with no lock held: receivers
-    /// that waited on this value may now have to see the close.
-    pub(crate) fn give_back(&mut self, v: T) -> Option<Wake<W>> {
-        self.lent = self.lent.wrapping_sub(1);
-        self.return_value(v)
-    }
-
-    /// Puts a received value back into the channel, as [`give_back`](Self::give_back) does
-    /// but for a value that was not lent (a receive unwinding from a partner's wake-up).
-    pub(crate) fn return_value(&mut self, v: T) -> Option<Wake<W>> {
+    /// Unless a receive has already reported the channel closed and drained: then the value
+    /// comes back (`Err`), for the caller to drop with no lock held. Received after that
+    /// report, it would have risen from the dead; dropping it is what the receive that was
+    /// handed it would have done, had its owner dropped the value at once.
+    pub(crate) fn give_back(&mut self, v: T) -> Result<Option<Wake<W>>, T> {
+        if self.drained {
+            return Err(v);
+        }
         match self.hand_to_receiver(v) {
-            Ok(w) => Some(w),
+            Ok(w) => Ok(Some(w)),
             Err(v) => {
                 self.buf.push_front(v);
-                None
+                Ok(None)
             }
         }
     }
@@ -516,10 +509,9 @@ impl<T, W> Drop for State<T, W> {
     /// Drops what is still buffered one value at a time, so that a `Drop` that panics does
     /// not abort the process by panicking again inside the buffer's own drop: every value is
     /// dropped once, then the first panic goes on from the drop of the last handle (a later
-    /// one is discarded). If the last handle is itself dropped while unwinding, a panicking
-    /// value aborts, as any panic during unwinding does.
+    /// one is discarded; so is the first if that handle is dropped while its thread unwinds).
     fn drop(&mut self) {
-        drop_each(std::mem::take(&mut self.buf));
+        drop_each(std::mem::take(&mut self.buf)).finish();
     }
 }
 
@@ -536,21 +528,16 @@ extern "C" fn shrink_ring<T>(buf: &mut Ring<T>) {
 }
 
 /// Drops every value, each on its own, so that one panicking `Drop` neither leaks the rest
-/// nor aborts the process by panicking again inside the ring's drop; the first panic then
-/// goes on (later ones are discarded).
-fn drop_each<T>(mut buf: Ring<T>) {
-    if !std::mem::needs_drop::<T>() {
-        return;
-    }
-    let mut first = None;
-    while let Some(v) = buf.pop() {
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| drop(v))) {
-            first.get_or_insert(p);
+/// nor aborts the process by panicking again inside the ring's drop; the first panic comes
+/// back to the caller.
+fn drop_each<T>(mut buf: Ring<T>) -> Caught {
+    let mut caught = Caught::none();
+    if std::mem::needs_drop::<T>() {
+        while let Some(v) = buf.pop() {
+            caught.run(|| drop(v));
         }
     }
-    if let Some(p) = first {
-        resume_unwind(p);
-    }
+    caught
 }
 
 /// The channel's state, locked; unlocks (publishing the summary first) when dropped.
@@ -646,9 +633,10 @@ impl<T, L: Strategy> Shared<T, L> {
 
     /// Hands a received value `v` to its receiver after waking `w`, the sender the receive
     /// claimed (whose value it took, or who refilled the slot it freed). The wake-up is user
-    /// code: if it panics, `v` goes back to the channel (to a waiting receiver, else to the
-    /// front of the buffer) before the panic goes on, so a value whose send returned `Ok` is
-    /// not lost with the unwinding receive.
+    /// code: if it panics, `v` goes back to the channel (see [`State::give_back`]) before the
+    /// panic goes on, so a value whose send returned `Ok` is not lost with the unwinding
+    /// receive. On a thread that is already unwinding the panic cannot go on, and the
+    /// receive returns `v` as if the waker had not panicked.
     #[inline]
     pub(crate) fn deliver(&self, v: T, w: Option<Wake<L::Waiter>>) -> T {
         match w {
@@ -659,106 +647,68 @@ impl<T, L: Strategy> Shared<T, L> {
 
     #[inline]
     fn deliver_after_wake(&self, v: T, w: Wake<L::Waiter>) -> T {
-        match catch_unwind(AssertUnwindSafe(|| w.wake())) {
+        match w.signal() {
             Ok(()) => v,
             Err(p) => self.put_back_and_unwind(v, p),
         }
     }
 
+    /// [`deliver`](Self::deliver) for an async receive that also drops a clone of its waker
+    /// it turned out not to need (it looked bound to wait, and then did not): both are user
+    /// code and both run; if either panics, `v` goes back as there.
+    pub(crate) fn deliver_dropping(
+        &self,
+        v: T,
+        w: Option<Wake<L::Waiter>>,
+        unused: std::task::Waker,
+    ) -> T {
+        let mut caught = Caught::none();
+        caught.keep_err(w.map_or(Ok(()), Wake::signal));
+        caught.run(|| drop(unused));
+        match caught.into_payload() {
+            None => v,
+            Some(p) => self.put_back_and_unwind(v, p),
+        }
+    }
+
     #[cold]
     #[inline(never)]
-    fn put_back_and_unwind(&self, v: T, p: Box<dyn std::any::Any + Send>) -> ! {
-        self.put_back(v, false);
-        resume_unwind(p)
+    fn put_back_and_unwind(&self, v: T, p: Payload) -> T {
+        if std::thread::panicking() {
+            unwind::discard(p);
+            return v;
+        }
+        let mut caught = Caught::none();
+        caught.keep(p);
+        self.put_back(v, &mut caught);
+        caught.finish();
+        unreachable!("a kept panic goes on from a thread that is not unwinding")
     }
 
-    /// Puts a value that a receive had taken back into the channel, for a receive unwinding
-    /// from user code: `lent` if it had been lent to a receive future and not yet counted
-    /// received. Wakes a receiver it goes to (a second panic there would abort: the first
-    /// goes on either way).
+    /// Puts a value that a receive had taken back into the channel ([`State::give_back`]),
+    /// then runs the user code that follows, caught into `caught`: the wake-up of a receiver
+    /// it went to, or the value's drop if it could not go back.
     #[cold]
-    pub(crate) fn put_back(&self, v: T, lent: bool) {
-        let mut st = self.lock();
-        let w = match lent {
-            true => st.give_back(v),
-            false => st.return_value(v),
-        };
-        drop(st);
-        wake(w);
+    pub(crate) fn put_back(&self, v: T, caught: &mut Caught) {
+        let back = self.lock().give_back(v);
+        match back {
+            Ok(w) => caught.keep_err(w.map_or(Ok(()), Wake::signal)),
+            Err(v) => caught.run(|| drop(v)),
+        }
     }
 
-    /// Marks the channel closed (if it was not) and wakes every blocked party that the close
-    /// ends: senders, and receivers unless a lent value may still come back to them. One
-    /// claim per lock hold, woken outside it: nobody new can queue once the channel is
-    /// marked closed. Wakers are user code: one that panics does not stop the rest, and the
-    /// first panic goes on once all are woken.
-    pub(crate) fn release_closed<'a>(&'a self, mut st: Locked<'a, T, L>) {
-        let mut panic = None;
-        let kept = loop {
-            let keep_receivers = st.lent_out();
-            let Some(claimed) = st.close_one(keep_receivers) else {
-                break keep_receivers && !st.recvq.is_empty();
-            };
+    /// Marks the channel closed (if it was not) and wakes every blocked party: senders, and
+    /// receivers, who are told "closed and drained". One claim per lock hold, woken outside
+    /// it: nobody new can queue once the channel is marked closed. Wakers are user code: one
+    /// that panics does not stop the rest, and the first panic comes back to the caller.
+    pub(crate) fn release_closed<'a>(&'a self, mut st: Locked<'a, T, L>) -> Caught {
+        let mut caught = Caught::none();
+        while let Some(claimed) = st.close_one() {
             drop(st);
-            if let Err(p) = catch_unwind(AssertUnwindSafe(|| claimed.wake())) {
-                panic.get_or_insert(p);
-            }
+            caught.keep_err(claimed.signal());
             st = self.lock();
-        };
-        // Publishes the close.
-        drop(st);
-        if kept {
-            // Receivers stay queued for a lent value. Its future may have been counted back
-            // (`lent_received`) after we looked and before the close was published, and then
-            // not have seen the close: look again now that it is (the fence in `lent_out`
-            // pairs with the one in `lent_received`, so one of the two sees the other).
-            self.settle_closed();
         }
-        if let Some(p) = panic {
-            resume_unwind(p);
-        }
-    }
-
-    /// A receive future took the value lent to it out of its node. If the channel is closed
-    /// and that was the last value lent, receivers kept waiting for it now see the close.
-    #[inline]
-    pub(crate) fn lent_received(&self) {
-        // This SeqCst increment and the SeqCst load after it pair with the fence in
-        // `Locked::lent_out`: either a receiver deciding whether to wait sees this return, or
-        // we see the close it saw and settle the waiters ourselves. No fence is needed
-        // between them: were both outcomes missed, the load would precede that fence in the
-        // single order of SeqCst operations (it read a summary older than the close, which is
-        // published before the fence), the fence would precede the increment (the other side
-        // read a count older than it), and the increment precedes the load (C++20
-        // [atomics.order] p4): a cycle. Leaving out the fence saves the receive a second
-        // locked instruction, on x86 a `lock or` right after the `lock xadd`. Loom treats
-        // SeqCst loads as Acquire, so its model keeps the fence.
-        self.returned.fetch_add(1, SeqCst);
-        #[cfg(loom)]
-        fence(SeqCst);
-        if Summary(self.summary.load(SeqCst)).closed() {
-            self.settle_closed();
-        }
-    }
-
-    /// [`settle_closed`](Self::settle_closed) if the channel is closed (a hint without the
-    /// lock; a close after it sees the lent count itself).
-    #[inline]
-    pub(crate) fn settle_if_closed(&self) {
-        if self.summary().closed() {
-            self.settle_closed();
-        }
-    }
-
-    /// After a lent value came back (received, or given back): if the channel is closed and
-    /// nothing is lent any more, wake the receivers that waited on it.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn settle_closed(&self) {
-        let st = self.lock();
-        if st.is_closed() && !st.lent_out() {
-            self.release_closed(st);
-        }
+        caught
     }
 }
 
@@ -786,34 +736,6 @@ impl<T, L: Strategy> Locked<'_, T, L> {
             true => self.lock.first_waiter(),
             false => self.lock.waiter(),
         }
-    }
-
-    /// Whether a value handed to a receive future may still come back (see `State::lent`).
-    #[inline]
-    pub(crate) fn lent_out(&self) -> bool {
-        self.shared.lent_out(self)
-    }
-
-    /// Whether a receive should report "closed and drained": closed, and no lent value can
-    /// come back. (The caller has found nothing to receive.)
-    #[inline]
-    pub(crate) fn recv_closed(&self) -> bool {
-        self.is_closed() && !self.lent_out()
-    }
-}
-
-impl<T, L: Strategy> Shared<T, L> {
-    /// [`Locked::lent_out`] for a state locked through `raw_lock` (alt).
-    #[inline]
-    pub(crate) fn lent_out(&self, st: &State<T, L::Waiter>) -> bool {
-        if st.lent == 0 {
-            // Nothing lent and not given back (`returned` never passes `lent`): the common
-            // case, a channel no task waited on, pays no fence.
-            return false;
-        }
-        // See `lent_received`.
-        fence(SeqCst);
-        st.lent != self.returned.load(Relaxed)
     }
 }
 

@@ -47,12 +47,24 @@ impl<T, L: Strategy> futures_core::Stream for RecvStream<'_, T, L> {
     type Item = T;
     fn poll_next(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Option<T>> {
         let this = self.into_ref().get_ref();
-        let got = this.op.poll_recv(&this.chan.chan().shared, cx);
-        if got.is_ready() {
-            // Ready for the next item (or to see the end again).
-            this.op.stage.set(Stage::Idle);
+        // Ready for the next item (or to see the end again) once this one is done, also if
+        // user code run on the way (another task's waker) panics: a `Done` operation holds
+        // nothing, and the stream must not stay broken by somebody else's panic.
+        let _ready = ResetWhenDone(&this.op.stage);
+        this.op
+            .poll_recv(&this.chan.chan().shared, cx)
+            .map(Result::ok)
+    }
+}
+
+/// Puts a finished operation back to `Idle` when dropped, on unwinding too.
+struct ResetWhenDone<'a>(&'a std::cell::Cell<Stage>);
+
+impl Drop for ResetWhenDone<'_> {
+    fn drop(&mut self) {
+        if self.0.get() == Stage::Done {
+            self.0.set(Stage::Idle);
         }
-        got.map(Result::ok)
     }
 }
 
