@@ -2,8 +2,11 @@
 //! processes under valgrind (seconds); the tests that need valgrind say so and pass without
 //! it, the refusal when it is missing is tested with a PATH that lacks it.
 
+mod common;
+
+use common::Scratch;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_chantest");
@@ -38,11 +41,8 @@ fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).expect("utf-8")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("chantest-{}-ir-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("ir-{name}"))
 }
 
 fn have_valgrind() -> bool {
@@ -80,7 +80,7 @@ fn refuses_without_valgrind() {
     let empty = scratch("no-valgrind");
     let o = Command::new(BIN)
         .args(SMALL.split_whitespace())
-        .env("PATH", &empty)
+        .env("PATH", &*empty)
         .output()
         .unwrap();
     one_line_usage_error(&o, "valgrind is not on PATH");

@@ -6,9 +6,11 @@
 //! deadline far beyond what it needs (a hang must fail the test, not stall CI) and nothing
 //! here depends on speed.
 
+mod common;
+
+use common::Scratch;
 use serde_json::Value;
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -288,25 +290,23 @@ fn bad_input_is_one_line_and_status_2() {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("chantest-via-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("via-{name}"))
 }
 
-/// Runs `args` with `--save` into a fresh scratch directory called `name`; the file's path
-/// and what it holds.
-fn save(name: &str, args: &str) -> (String, Value) {
-    let base = scratch(name).join("base.json").display().to_string();
+/// Runs `args` with `--save` into a fresh scratch directory called `name`; the file's path,
+/// what it holds, and the directory (removed when that drops).
+fn save(name: &str, args: &str) -> (String, Value, Scratch) {
+    let dir = scratch(name);
+    let base = dir.join("base.json").display().to_string();
     run(&format!("{args} --save {base}"), 0);
     let saved = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
-    (base, saved)
+    (base, saved, dir)
 }
 
 #[test]
 fn baselines_keep_their_transports() {
-    let (base, saved) = save(
+    let (base, saved, _dir) = save(
         "baseline",
         "--via chan,pipe -S 64 -N 500 -M 1,2 -R 2 --lock sem",
     );
@@ -461,7 +461,7 @@ fn tasks_run_pinned_and_with_the_global_lock() {
 
 #[test]
 fn task_baselines_and_against() {
-    let (base, saved) = save("tasks", "--via chan,task-mt -N 500 -M 1,2 -R 2 --lock sem");
+    let (base, saved, _dir) = save("tasks", "--via chan,task-mt -N 500 -M 1,2 -R 2 --lock sem");
     assert_eq!(
         saved["params"]["via"],
         serde_json::json!(["chan", "task-mt"])
