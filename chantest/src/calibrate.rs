@@ -71,7 +71,7 @@ pub(crate) fn run(
             "--calibrate sets hold_ns itself: leave it out of --lock"
         ));
     }
-    let this = Side::this()?;
+    let this = Side::this_for("--calibrate")?;
     let slowed = Side {
         hold_ns: Some(cal.hold_ns),
         ..this.clone()

@@ -216,6 +216,7 @@ pub(crate) struct Args {
 
     /// With --against, --baseline, --compare or --calibrate: keep adding repetitions to
     /// undecided cells until every cell is decided or this much time is spent, e.g. 60s, 2m
+    /// (with --metric instructions --against: how long a run may take to answer)
     #[arg(
         long,
         value_name = "DURATION",
@@ -522,6 +523,8 @@ pub(crate) enum Mode {
     Instructions {
         /// What to compare with.
         old: Option<instructions::Old>,
+        /// `--budget`: how long a process may take to answer.
+        budget: Option<std::time::Duration>,
     },
     /// False-alarm and detection rates.
     Calibrate {
@@ -706,7 +709,10 @@ impl Args {
             };
             return Ok(Setup {
                 plan,
-                mode: Mode::Instructions { old },
+                mode: Mode::Instructions {
+                    old,
+                    budget: self.budget,
+                },
                 format: self.format,
                 plain: false,
                 per_process: false,
@@ -762,8 +768,9 @@ fn check_counting(a: &Args) -> Result<(), Error> {
         (a.plain, "--plain"),
         (a.plot.is_some(), "--plot"),
         (
-            a.budget.is_some(),
-            "--budget (counts need no repetitions to decide)",
+            a.budget.is_some() && a.against.is_none(),
+            "--budget without --against (counts need no repetitions to decide; with --against \
+             it bounds how long the other build may take to answer)",
         ),
         (
             a.pin.is_some(),

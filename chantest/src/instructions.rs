@@ -263,11 +263,16 @@ pub(crate) fn check(plan: &Plan) -> Result<(), Error> {
 
 /// Counts every cell of `plan` with this build (and with `old`'s build), judges, and returns
 /// the document and its rendering in `format`.
+///
+/// A process that does not answer is killed, as `--against` kills one in wall time: within
+/// `budget` when one is given, else after at least [`against::ANSWER_FLOOR`] or ten times the
+/// slowest answer so far ([`against::answer_limit`]).
 pub(crate) fn run(
     plan: &Plan,
     old: Option<&Old>,
     threshold: f64,
     format: Format,
+    budget: Option<Duration>,
 ) -> Result<(Counts, String), Error> {
     check(plan)?;
     let this = Side::this()?;
@@ -280,8 +285,10 @@ pub(crate) fn run(
         .nth(0);
     let dir = std::env::temp_dir().join(format!("chantest-callgrind-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| usage!("cannot create {}: {e}", dir.display()))?;
-    let counted = count_all(plan, &this, other.as_ref(), cpu, &dir);
-    let _ = std::fs::remove_dir_all(&dir);
+    // Removed when this goes, on every path out, or by the reaper if chantest is stopped.
+    let scratch = crate::reaper::scratch(&dir);
+    let counted = count_all(plan, &this, other.as_ref(), cpu, &dir, budget);
+    drop(scratch);
     let (mut new, theirs) = counted?;
     match (old, theirs) {
         (Some(Old::Build(p)), Some(theirs)) => {
@@ -304,6 +311,7 @@ fn count_all(
     other: Option<&Side>,
     cpu: usize,
     dir: &Path,
+    budget: Option<Duration>,
 ) -> Result<(Counts, Option<Counts>), Error> {
     let sides: Vec<&Side> = std::iter::once(this).chain(other).collect();
     let cells: Vec<(u64, u64, Lane)> = plan
@@ -312,7 +320,10 @@ fn count_all(
         .collect();
     let mut progress = Progress::new(cells.len() * plan.reps * sides.len() * 2);
     let mut out: Vec<Counts> = sides.iter().map(|_| empty(plan, cpu)).collect();
-    let mut slowest = None;
+    let mut waits = Waits {
+        slowest: None,
+        budget,
+    };
     let mut seq = 0;
     for (cell, key) in cells.iter().zip(plan.keys()) {
         let mut per_side: Vec<CountCell> = sides
@@ -341,7 +352,7 @@ fn count_all(
                         n,
                         cpu,
                         &dir.join(seq.to_string()),
-                        &mut slowest,
+                        &mut waits,
                     )?;
                     let c = &mut per_side[k];
                     c.rounds = rounds;
@@ -393,6 +404,14 @@ fn empty(plan: &Plan, cpu: usize) -> Counts {
     }
 }
 
+/// What decides how long a process may take to answer ([`against::answer_limit`]).
+struct Waits {
+    /// The slowest answer so far.
+    slowest: Option<Duration>,
+    /// `--budget`.
+    budget: Option<Duration>,
+}
+
 /// Ir of one process of `side` running `cell` with `n` values per sender under callgrind,
 /// pinned to `cpu`, and the rounds it ran.
 fn count(
@@ -402,7 +421,7 @@ fn count(
     n: u64,
     cpu: usize,
     file: &Path,
-    slowest: &mut Option<Duration>,
+    waits: &mut Waits,
 ) -> Result<(u64, u64), Error> {
     let sized = Plan {
         per_sender: n,
@@ -415,14 +434,20 @@ fn count(
     let mut cmd = Command::new("valgrind");
     // Children traced: a wrapper script's exec of the real binary is counted (what the script
     // ran before it is lost with its image, and cancels in the difference anyway).
-    cmd.args(["-q", "--tool=callgrind", "--trace-children=yes"])
-        .arg(format!("--callgrind-out-file={}", file.display()))
-        .arg(&side.exe)
-        .args(&args);
+    // No gdb server: its pipes in $TMPDIR would outlive a valgrind killed for not answering.
+    cmd.args([
+        "-q",
+        "--tool=callgrind",
+        "--trace-children=yes",
+        "--vgdb=no",
+    ])
+    .arg(format!("--callgrind-out-file={}", file.display()))
+    .arg(&side.exe)
+    .args(&args);
     let (_, m, lane) = cell;
     let msgs = lane.via().messages(m, n) * 2.0;
     // Callgrind runs a program some fifty times slower than it runs natively.
-    let limit = against::answer_limit(None, *slowest, msgs * 10.0);
+    let limit = against::answer_limit(waits.budget, waits.slowest, msgs * 10.0);
     let t = Instant::now();
     let out = std::thread::scope(|s| {
         s.spawn(|| {
@@ -434,15 +459,8 @@ fn count(
     })
     .map_err(|_| usage!("--metric instructions: the thread that ran valgrind panicked"))?
     .map_err(|e| usage!("--metric instructions: cannot run valgrind: {e}"))?
-    .ok_or_else(|| {
-        usage!(
-            "--metric instructions: {exe} did not answer within {} under callgrind (killed \
-             it): `{}`",
-            child::secs(limit),
-            shown()
-        )
-    })?;
-    *slowest = (*slowest).max(Some(t.elapsed()));
+    .map_err(|why| against::stopped("--metric instructions", &side.exe, why, limit, &shown()))?;
+    waits.slowest = waits.slowest.max(Some(t.elapsed()));
     let err = String::from_utf8_lossy(&out.stderr);
     let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     if !out.status.success() {

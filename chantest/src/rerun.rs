@@ -78,7 +78,7 @@ pub(crate) fn sweep(
     let lanes = plan.lanes().len().max(1);
     // Only a per-process re-run needs our own executable.
     let me = match runs {
-        Runs::PerProcess => Some(against::Side::this()?),
+        Runs::PerProcess => Some(against::Side::this_for("--per-process")?),
         Runs::InProcess => None,
     };
     let mut slowest = None;
