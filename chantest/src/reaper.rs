@@ -53,11 +53,22 @@ pub(crate) fn install() {
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &s, std::ptr::null_mut()) };
     let started = std::thread::Builder::new()
         .name("chantest-signals".into())
-        .spawn(move || loop {
-            let mut sig: libc::c_int = 0;
-            // SAFETY: a valid set and a place for the signal's number.
-            if unsafe { libc::sigwait(&s, &mut sig) } == 0 {
-                stop(sig);
+        .spawn(move || {
+            // Every other signal stays off this thread: the signal transport waits for its
+            // signals with them blocked in its own thread, and one delivered here instead
+            // would kill the process (default action).
+            // SAFETY: sigfillset initialises the set it is given.
+            unsafe {
+                let mut all: libc::sigset_t = std::mem::zeroed();
+                libc::sigfillset(&mut all);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+            }
+            loop {
+                let mut sig: libc::c_int = 0;
+                // SAFETY: a valid set and a place for the signal's number.
+                if unsafe { libc::sigwait(&s, &mut sig) } == 0 {
+                    stop(sig);
+                }
             }
         });
     if started.is_err() {
