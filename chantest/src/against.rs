@@ -244,7 +244,13 @@ pub(crate) fn compare(
     let machine = crate::machine::describe();
     let mut results = crate::run::records(plan, measured(0), machine.clone());
     let before = crate::run::records(plan, measured(1), machine);
-    results.against(&before, &brief(&old.exe), threshold, looks);
+    results.against(
+        &before,
+        &brief(&old.exe),
+        threshold,
+        looks,
+        crate::verdict::Old::Measured,
+    );
     for c in &mut results.changes {
         c.against_exe = Some(old.exe.display().to_string());
     }

@@ -323,6 +323,7 @@ mod tests {
                 new_reps: reps,
                 old_reps: reps,
                 more_reps: more,
+                unmeasured: None,
                 cell: 0,
             }],
             wall: Duration::from_secs(wall),
