@@ -251,7 +251,8 @@ pub(crate) struct Args {
 
     /// What to measure: wall time (waiting, switches and contention included, judged with
     /// statistics), or instructions per message counted by valgrind's callgrind on one CPU
-    /// (deterministic, judged exactly; -N defaults to 16384, -R to 1)
+    /// (deterministic, judged exactly; -N defaults to 16384, -R to 1, or 2 with --against or
+    /// --baseline: a verdict needs each side's counts to repeat)
     #[arg(long, value_enum, default_value_t = Metric::Time)]
     pub metric: Metric,
 
@@ -629,7 +630,15 @@ impl Args {
             },
         };
         let (default_n, default_r) = if counting {
-            (instructions::DEFAULT_PER_SENDER, instructions::DEFAULT_REPS)
+            let judged = self.against.is_some() || self.baseline.is_some();
+            (
+                instructions::DEFAULT_PER_SENDER,
+                if judged {
+                    instructions::DEFAULT_REPS_JUDGED
+                } else {
+                    instructions::DEFAULT_REPS
+                },
+            )
         } else {
             (DEFAULT_PER_SENDER, DEFAULT_REPS)
         };
