@@ -293,3 +293,27 @@ fn a_stopped_instructions_run_leaves_no_valgrind_or_scratch() {
     assert_gone(pid, "valgrind");
     assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch left behind");
 }
+
+#[test]
+fn per_process_pin_apart_on_one_cpu_names_pin_not_against() {
+    // Issue 37: `taskset -c 0 chantest --per-process --pin=apart` blamed --against.
+    let o = Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            BIN,
+            "--per-process",
+            "--pin=apart",
+            "-N",
+            "300",
+            "-R",
+            "2",
+        ])
+        .output();
+    let Ok(o) = o else {
+        eprintln!("taskset not installed: skipped");
+        return;
+    };
+    one_line(&o, "--pin=apart keeps a CPU for the receiver");
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("--against"));
+}
