@@ -25,3 +25,29 @@ fn the_regression_recipe_works_on_a_fresh_clone() {
     assert!(read(".ci/recipe").contains("## Check: did my change make it slower"));
     assert!(read("README.md").contains("## Check: did my change make it slower?"));
 }
+
+#[test]
+fn the_chan_readme_says_early_which_features_give_which_adapters() {
+    // Issue 37: `rx.stream()` without the `stream` feature was a bare E0599.
+    let head: String = read("chan/README.md")
+        .lines()
+        .take(30)
+        .collect::<Vec<_>>()
+        .join("\n");
+    for want in [
+        "`stream` gives `Receiver::stream`",
+        "`sink` gives `Sender::sink`",
+        "features = [\"stream\",",
+    ] {
+        assert!(head.contains(want), "{want}:\n{head}");
+    }
+}
+
+#[test]
+fn strategy_name_does_not_promise_what_backend_cannot_do() {
+    // Issue 37: it said Backend knows a strategy by its NAME, which a user's strategy it
+    // cannot.
+    let doc = read("locks/src/strategy.rs").replace("\n    /// ", " ");
+    assert!(!doc.contains("The name [`crate::Backend`] knows this strategy by"));
+    assert!(doc.contains("a strategy of your own is not"));
+}
