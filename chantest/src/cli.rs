@@ -764,8 +764,10 @@ impl Args {
         } else {
             DEFAULT_THRESHOLD
         });
+        if let Some(exe) = &self.against {
+            check_runnable(exe)?;
+        }
         if counting {
-            instructions::check(&plan)?;
             if plan.per_sender < 2 {
                 return Err(usage!(
                     "--metric instructions counts a run of N/2 and one of N values per sender: \
@@ -773,6 +775,7 @@ impl Args {
                     plan.per_sender
                 ));
             }
+            instructions::check(&plan)?;
             let old = match (counts, self.baseline, self.against) {
                 (Some(c), Some(path), _) => {
                     instructions::check_cells(&plan, &c, &path)?;
@@ -832,6 +835,24 @@ impl Args {
             plot: self.plot.map(|p| Output::open(p, "--plot")).transpose()?,
         })
     }
+}
+
+/// The `--against` build must be a file we may run: said before this build's side runs
+/// (under callgrind, that is minutes).
+fn check_runnable(exe: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    // A bare name is looked up on PATH when it runs, as a shell would.
+    if exe.components().count() == 1 && !exe.as_os_str().is_empty() && !exe.exists() {
+        return Ok(());
+    }
+    let shown = exe.display();
+    let meta = std::fs::metadata(exe).map_err(|e| usage!("--against: cannot run {shown}: {e}"))?;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(usage!(
+            "--against: cannot run {shown}: not an executable file"
+        ));
+    }
+    Ok(())
 }
 
 /// What `--metric instructions` does not go with.
