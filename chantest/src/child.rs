@@ -78,10 +78,15 @@ pub(crate) fn output_within(
         _ => {}
     }
     let join = |h: thread::JoinHandle<Vec<u8>>| h.join().unwrap_or_default();
+    let (stdout, stderr) = (join(out), join(err));
+    // However the watchdog heard of it: output cut short is no answer.
+    if stdout.len() > MAX_OUTPUT || stderr.len() > MAX_OUTPUT {
+        return Ok(Err(Stopped::Flooded));
+    }
     Ok(Ok(Output {
         status,
-        stdout: join(out),
-        stderr: join(err),
+        stdout,
+        stderr,
     }))
 }
 
@@ -103,10 +108,14 @@ fn reader(
     thread::spawn(move || {
         let mut buf = Vec::new();
         if let Some(p) = pipe {
-            let _ = p.take(MAX_OUTPUT as u64 + 1).read_to_end(&mut buf);
+            let mut p = p.take(MAX_OUTPUT as u64 + 1);
+            let _ = p.read_to_end(&mut buf);
             if buf.len() > MAX_OUTPUT {
                 let _ = flooded.send(true);
             }
+            // Closed only now: closed first, it would end the child (SIGPIPE) before the
+            // watchdog heard why.
+            drop(p);
         }
         buf
     })

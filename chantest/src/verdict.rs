@@ -310,7 +310,7 @@ impl Change {
 }
 
 /// Below this a run's wall time is mostly the clock and the scheduler, not the work.
-pub(crate) const MIN_SAMPLE_NS: u64 = 20_000;
+pub(crate) const MIN_SAMPLE_NS: u64 = 5_000;
 
 /// Why `cell`'s samples cannot be judged, if they cannot: their median wall time is under
 /// [`MIN_SAMPLE_NS`], or their CPU time is far beyond what M senders and a receiver can spend
@@ -503,9 +503,13 @@ mod tests {
         // Issue 37: --compare pipe,adaptive -N 2000, a pipe sample of 6.9 us of wall for
         // 403 us of CPU, judged a 762x regression of adaptive.
         let pipe = cell(1, &[(6_900, 403_000); 5]);
-        assert!(too_short(&pipe).unwrap().contains("too short to time"));
+        assert!(too_short(&pipe).unwrap().contains("not timed whole"));
         let missed = cell(1, &[(40_000, 403_000); 5]);
         assert!(too_short(&missed).unwrap().contains("not timed whole"));
+        let tiny = cell(1, &[(3_000, 3_000); 5]);
+        assert!(too_short(&tiny)
+            .unwrap()
+            .contains("too short to time (3.0 µs"));
         // Honest samples: a run with CPU time up to its threads' worth, long enough.
         assert_eq!(too_short(&cell(1, &[(400_000, 700_000); 5])), None);
         assert_eq!(too_short(&cell(8, &[(400_000, 3_000_000); 5])), None);
@@ -534,7 +538,10 @@ mod tests {
             looks,
         );
         assert_eq!(c.verdict, Verdict::Inconclusive);
-        assert!(c.unmeasured.unwrap().starts_with("old side too short"));
+        assert!(c
+            .unmeasured
+            .unwrap()
+            .starts_with("old side not timed whole"));
         let honest = cell(1, &[(400_000, 400_000); 5]);
         let c = Change::new(
             (1, &adaptive),
