@@ -73,6 +73,8 @@ pub(crate) struct Side {
     pub exe: PathBuf,
     /// `adaptive:hold_ns=N` instead of the plan's lock (calibration's slowed side).
     pub hold_ns: Option<u32>,
+    /// The flag that runs it, which its errors name (`--against`, `--per-process`).
+    pub flag: &'static str,
 }
 
 impl Side {
@@ -80,7 +82,19 @@ impl Side {
     pub(crate) fn this() -> Result<Side, Error> {
         let exe = std::env::current_exe()
             .map_err(|e| usage!("cannot find chantest's own executable: {e}"))?;
-        Ok(Side { exe, hold_ns: None })
+        Ok(Side {
+            exe,
+            hold_ns: None,
+            flag: "--against",
+        })
+    }
+
+    /// This build, run by `flag`, which its errors then name.
+    pub(crate) fn this_for(flag: &'static str) -> Result<Side, Error> {
+        Ok(Side {
+            flag,
+            ..Side::this()?
+        })
     }
 
     /// Another build at `path`.
@@ -88,6 +102,7 @@ impl Side {
         Side {
             exe: path.to_path_buf(),
             hold_ns: None,
+            flag: "--against",
         }
     }
 }
@@ -99,8 +114,10 @@ pub(crate) fn version_line() -> String {
 }
 
 /// The other build, named briefly for the `vs` column: the checkout a
-/// `…/CHECKOUT/target/{release,debug}/chantest` was built in, else the file's name (the full
-/// path is in the report's heading and in JSON's `against_exe`).
+/// `…/CHECKOUT/target/{release,debug}/chantest` was built in; for a target directory outside
+/// the checkout (`CARGO_TARGET_DIR=/tmp/old`: `/tmp/old/release/chantest`), that directory;
+/// else the file's name (the full path is in the report's heading and in JSON's
+/// `against_exe`).
 pub(crate) fn brief(exe: &Path) -> String {
     let parts: Vec<String> = exe
         .components()
@@ -114,6 +131,16 @@ pub(crate) fn brief(exe: &Path) -> String {
                 checkout.clone()
             } else {
                 format!("{checkout} ({profile})")
+            }
+        }
+        [.., dir, profile, _]
+            if (profile == "release" || profile == "debug")
+                && !["", ".", "..", "/", "target"].contains(&dir.as_str()) =>
+        {
+            if profile == "release" {
+                dir.clone()
+            } else {
+                format!("{dir} ({profile})")
             }
         }
         [.., file] if !file.is_empty() => file.clone(),
@@ -217,7 +244,13 @@ pub(crate) fn compare(
     let machine = crate::machine::describe();
     let mut results = crate::run::records(plan, measured(0), machine.clone());
     let before = crate::run::records(plan, measured(1), machine);
-    results.against(&before, &brief(&old.exe), threshold, looks);
+    results.against(
+        &before,
+        &brief(&old.exe),
+        threshold,
+        looks,
+        crate::verdict::Old::Measured,
+    );
     for c in &mut results.changes {
         c.against_exe = Some(old.exe.display().to_string());
     }
@@ -280,30 +313,25 @@ pub(crate) fn run_one(
 ) -> Result<Sample, Error> {
     let args = args(plan, cell, side, ROUNDS);
     let exe = side.exe.display();
+    let flag = side.flag;
     let shown = || format!("{exe} {}", args.join(" "));
     let out = child::output_within(Command::new(&side.exe).args(&args), limit)
-        .map_err(|e| usage!("--against: cannot run {exe}: {e}"))?
-        .ok_or_else(|| {
-            usage!(
-                "--against: {exe} did not answer within {} (killed it): `{}`",
-                child::secs(limit),
-                args.join(" ")
-            )
-        })?;
+        .map_err(|e| usage!("{flag}: cannot run {exe}: {e}"))?
+        .map_err(|why| stopped(flag, &side.exe, why, limit, &args.join(" ")))?;
     let err = String::from_utf8_lossy(&out.stderr);
     let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     match out.status.code() {
         Some(0) => {}
         Some(2) => {
             return Err(usage!(
-                "--against: {exe} refused `{}`: {first}",
+                "{flag}: {exe} refused `{}`: {first}",
                 args.join(" ")
             ))
         }
         Some(3) => return Err(Error::Transport(format!("{}: {first}", shown()))),
         _ => {
             return Err(usage!(
-                "--against: `{}` failed ({}){}{first}",
+                "{flag}: `{}` failed ({}){}{first}",
                 shown(),
                 out.status,
                 if first.is_empty() { "" } else { ": " }
@@ -313,7 +341,7 @@ pub(crate) fn run_one(
     let text = String::from_utf8_lossy(&out.stdout);
     let doc = speaks(&text).map_err(|why| {
         usage!(
-            "--against: {exe} does not speak chantest's results format ({FORMAT} version \
+            "{flag}: {exe} does not speak chantest's results format ({FORMAT} version \
              {VERSION}): {why}"
         )
     })?;
@@ -330,9 +358,31 @@ pub(crate) fn run_one(
             Ok(rounds[(rounds.len() - 1) / 2])
         }
         _ => Err(usage!(
-            "--against: {exe} answered `{}` with other cells than the one asked for",
+            "{flag}: {exe} answered `{}` with other cells than the one asked for",
             args.join(" ")
         )),
+    }
+}
+
+/// The error for a child that `flag` ran and [`child::output_within`] stopped.
+pub(crate) fn stopped(
+    flag: &str,
+    exe: &Path,
+    why: child::Stopped,
+    limit: Duration,
+    command: &str,
+) -> Error {
+    let exe = exe.display();
+    match why {
+        child::Stopped::Late => usage!(
+            "{flag}: {exe} did not answer within {} (killed it): `{command}`",
+            child::secs(limit)
+        ),
+        child::Stopped::Flooded => usage!(
+            "{flag}: {exe} printed more than {} MiB (killed it; a chantest results document \
+             is a few kB): `{command}`",
+            child::MAX_OUTPUT >> 20
+        ),
     }
 }
 
@@ -364,6 +414,9 @@ mod tests {
             ("/tmp/slow-chantest", "slow-chantest"),
             ("chantest", "chantest"),
             ("target/release/chantest", "chantest"),
+            ("/tmp/shared-target/debug/chantest", "shared-target (debug)"),
+            ("/tmp/old/release/chantest", "old"),
+            ("/release/chantest", "chantest"),
         ] {
             assert_eq!(brief(Path::new(path)), want, "{path}");
         }

@@ -71,7 +71,7 @@ pub(crate) fn run(
             "--calibrate sets hold_ns itself: leave it out of --lock"
         ));
     }
-    let this = Side::this()?;
+    let this = Side::this_for("--calibrate")?;
     let slowed = Side {
         hold_ns: Some(cal.hold_ns),
         ..this.clone()
@@ -323,6 +323,7 @@ mod tests {
                 new_reps: reps,
                 old_reps: reps,
                 more_reps: more,
+                unmeasured: None,
                 cell: 0,
             }],
             wall: Duration::from_secs(wall),

@@ -176,7 +176,7 @@ pub(crate) struct Args {
     pub via: Option<ViaList>,
 
     /// Bytes per message: 8 (the value alone) or 16 and up, e.g. 4096, 8k, 1M [default: 8]
-    #[arg(short = 'S', value_name = "SIZE", value_parser = size)]
+    #[arg(short = 'S', value_name = "SIZE", value_parser = size, allow_negative_numbers = true)]
     pub size: Option<u64>,
 
     /// Output format
@@ -216,6 +216,7 @@ pub(crate) struct Args {
 
     /// With --against, --baseline, --compare or --calibrate: keep adding repetitions to
     /// undecided cells until every cell is decided or this much time is spent, e.g. 60s, 2m
+    /// (with --metric instructions --against: how long a run may take to answer)
     #[arg(
         long,
         value_name = "DURATION",
@@ -231,11 +232,23 @@ pub(crate) struct Args {
 
     /// With --calibrate: the slowdown put into A', ns busy-waited inside every critical section
     /// (the lock parameter hold_ns, a test aid)
-    #[arg(long, value_name = "NS", default_value_t = DEFAULT_HOLD_NS, value_parser = hold_ns)]
+    #[arg(
+        long,
+        value_name = "NS",
+        default_value_t = DEFAULT_HOLD_NS,
+        value_parser = hold_ns,
+        allow_negative_numbers = true
+    )]
     pub hold_ns: u32,
 
     /// With --calibrate: how many A/A and A/A' comparisons
-    #[arg(long, value_name = "AA,AB", default_value = "10,10", value_parser = run_counts)]
+    #[arg(
+        long,
+        value_name = "AA,AB",
+        default_value = "10,10",
+        value_parser = run_counts,
+        allow_hyphen_values = true
+    )]
     pub runs: RunCounts,
 
     /// Smallest slowdown that counts as a regression, as a fraction (0.10 = 10%)
@@ -250,7 +263,8 @@ pub(crate) struct Args {
 
     /// What to measure: wall time (waiting, switches and contention included, judged with
     /// statistics), or instructions per message counted by valgrind's callgrind on one CPU
-    /// (deterministic, judged exactly; -N defaults to 16384, -R to 1)
+    /// (deterministic, judged exactly; -N defaults to 16384, -R to 1, or 2 with --against or
+    /// --baseline: a verdict needs each side's counts to repeat)
     #[arg(long, value_enum, default_value_t = Metric::Time)]
     pub metric: Metric,
 
@@ -396,6 +410,11 @@ fn size(s: &str) -> Result<u64, String> {
         'g' => 30,
         _ => return Err(format!("`{s}` is not a size such as 8, 4096, 8k or 1M")),
     };
+    if digits.starts_with('-') {
+        return Err(format!(
+            "`{s}` is negative: give bytes per message, such as 8, 4096 or 8k"
+        ));
+    }
     let n: u64 = digits
         .parse()
         .map_err(|_| format!("`{s}` is not a size such as 8, 4096, 8k or 1M"))?;
@@ -434,6 +453,9 @@ fn duration(s: &str) -> Result<std::time::Duration, String> {
 }
 
 fn hold_ns(s: &str) -> Result<u32, String> {
+    if s.trim().starts_with('-') {
+        return Err(format!("`{s}` is negative: give ns from 1 to 1000000"));
+    }
     match s.trim().parse::<u32>() {
         Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
         _ => Err(format!("`{s}` is not a number of ns from 1 to 1000000")),
@@ -442,6 +464,11 @@ fn hold_ns(s: &str) -> Result<u32, String> {
 
 fn run_counts(s: &str) -> Result<RunCounts, String> {
     let bad = || format!("`{s}` is not two counts AA,AB such as 40,20");
+    if s.split(',').any(|x| x.trim().starts_with('-')) {
+        return Err(format!(
+            "`{s}` has a negative count: give two counts AA,AB such as 40,20"
+        ));
+    }
     match s
         .split(',')
         .map(|x| x.trim().parse::<usize>())
@@ -462,10 +489,29 @@ fn threshold(s: &str) -> Result<f64, String> {
 /// Parses the command line. Help and version are printed here and exit 0; any other clap
 /// error becomes one `Error::Usage` line.
 pub(crate) fn parse() -> Result<Args, Error> {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    pin_hint(&args)?;
     Args::try_parse().map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => usage!("{}", one_line(&e.to_string(), "--help")),
     })
+}
+
+/// `--pin apart`: the value of `--pin` is optional, so it must be joined with `=`; clap would
+/// only say that `apart` is an unexpected argument.
+fn pin_hint(args: &[String]) -> Result<(), Error> {
+    for w in args.windows(2) {
+        if w[0] == "--pin" && matches!(w[1].as_str(), "spread" | "apart") {
+            return Err(usage!(
+                "--pin takes its value after `=`: write --pin={} (a bare --pin is --pin=spread; \
+                 values: spread, apart)",
+                w[1]
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Clap's multi-line error as one line: its first, without the `error: ` prefix, and with
@@ -476,7 +522,14 @@ pub(crate) fn one_line(message: &str, help: &str) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("invalid arguments");
     let first = first.trim().trim_start_matches("error: ");
-    format!("{first} (try {help})")
+    // A value outside a set: clap lists the set on a line of its own.
+    let values = message
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("[possible values:"))
+        .map(|l| format!(" {l}"))
+        .unwrap_or_default();
+    format!("{first}{values} (try {help})")
 }
 
 /// What to do, once the flags have been checked.
@@ -522,6 +575,8 @@ pub(crate) enum Mode {
     Instructions {
         /// What to compare with.
         old: Option<instructions::Old>,
+        /// `--budget`: how long a process may take to answer.
+        budget: Option<std::time::Duration>,
     },
     /// False-alarm and detection rates.
     Calibrate {
@@ -567,6 +622,12 @@ impl Args {
     /// Checks the flags against each other and the baseline, and opens the outputs.
     pub(crate) fn setup(self) -> Result<Setup, Error> {
         let counting = self.metric == Metric::Instructions;
+        // Read before the flags are taken apart below.
+        let lock_flags = (
+            self.lock.is_some(),
+            matches!(self.reference, Some(Reference::Lock(_))),
+            self.global_lock,
+        );
         if counting {
             check_counting(&self)?;
         }
@@ -626,7 +687,15 @@ impl Args {
             },
         };
         let (default_n, default_r) = if counting {
-            (instructions::DEFAULT_PER_SENDER, instructions::DEFAULT_REPS)
+            let judged = self.against.is_some() || self.baseline.is_some();
+            (
+                instructions::DEFAULT_PER_SENDER,
+                if judged {
+                    instructions::DEFAULT_REPS_JUDGED
+                } else {
+                    instructions::DEFAULT_REPS
+                },
+            )
         } else {
             (DEFAULT_PER_SENDER, DEFAULT_REPS)
         };
@@ -662,6 +731,7 @@ impl Args {
             },
         };
         check_transports(&plan, self.compare.is_some())?;
+        check_lock_flags(&plan, lock_flags)?;
         let verdicts = self.against.is_some() || baseline.is_some() || self.compare.is_some();
         if self.budget.is_some() && !verdicts && !self.calibrate {
             return Err(usage!(
@@ -694,7 +764,17 @@ impl Args {
         } else {
             DEFAULT_THRESHOLD
         });
+        if let Some(exe) = &self.against {
+            check_runnable(exe)?;
+        }
         if counting {
+            if plan.per_sender < 2 {
+                return Err(usage!(
+                    "--metric instructions counts a run of N/2 and one of N values per sender: \
+                     -N must be at least 2, not {}",
+                    plan.per_sender
+                ));
+            }
             instructions::check(&plan)?;
             let old = match (counts, self.baseline, self.against) {
                 (Some(c), Some(path), _) => {
@@ -706,7 +786,10 @@ impl Args {
             };
             return Ok(Setup {
                 plan,
-                mode: Mode::Instructions { old },
+                mode: Mode::Instructions {
+                    old,
+                    budget: self.budget,
+                },
                 format: self.format,
                 plain: false,
                 per_process: false,
@@ -754,6 +837,24 @@ impl Args {
     }
 }
 
+/// The `--against` build must be a file we may run: said before this build's side runs
+/// (under callgrind, that is minutes).
+fn check_runnable(exe: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    // A bare name is looked up on PATH when it runs, as a shell would.
+    if exe.components().count() == 1 && !exe.as_os_str().is_empty() && !exe.exists() {
+        return Ok(());
+    }
+    let shown = exe.display();
+    let meta = std::fs::metadata(exe).map_err(|e| usage!("--against: cannot run {shown}: {e}"))?;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(usage!(
+            "--against: cannot run {shown}: not an executable file"
+        ));
+    }
+    Ok(())
+}
+
 /// What `--metric instructions` does not go with.
 fn check_counting(a: &Args) -> Result<(), Error> {
     let other = [
@@ -762,8 +863,9 @@ fn check_counting(a: &Args) -> Result<(), Error> {
         (a.plain, "--plain"),
         (a.plot.is_some(), "--plot"),
         (
-            a.budget.is_some(),
-            "--budget (counts need no repetitions to decide)",
+            a.budget.is_some() && a.against.is_none(),
+            "--budget without --against (counts need no repetitions to decide; with --against \
+             it bounds how long the other build may take to answer)",
         ),
         (
             a.pin.is_some(),
@@ -841,6 +943,34 @@ fn check_transports(plan: &Plan, compare: bool) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+/// Flags that apply only to the transports that take a lock (chan, task, task-mt), refused
+/// when `--via` has none, rather than silently ignored (issue 37: `--via kanal --ref sem`
+/// printed "ratio to kanal").
+fn check_lock_flags(
+    plan: &Plan,
+    (lock, lock_ref, global_lock): (bool, bool, bool),
+) -> Result<(), Error> {
+    if plan.vias.iter().any(|v| v.takes_lock()) {
+        return Ok(());
+    }
+    let vias: Vec<&str> = plan.vias.iter().map(|v| v.name()).collect();
+    let vias = vias.join(",");
+    let flag = if lock {
+        "--lock"
+    } else if lock_ref {
+        "--ref with a lock backend"
+    } else if global_lock {
+        "--global-lock"
+    } else {
+        return Ok(());
+    };
+    Err(usage!(
+        "{flag} applies to the transports that take one of our locks (chan, task, task-mt), \
+         and --via {vias} has none: add chan to --via, or leave {} out",
+        flag.split(' ').next().unwrap_or(flag)
+    ))
 }
 
 /// Every cell the plan will run must be in the baseline.
@@ -922,6 +1052,10 @@ mod tests {
             ("chantest --lock mcs", "unknown lock backend"),
             ("chantest --lock spin,spin", "listed twice"),
             ("chantest --lock adaptive:bogus=1", "bogus"),
+            (
+                "chantest --lock adaptive:spin_ns=1:spin_ns=2",
+                "`spin_ns` is given twice",
+            ),
             ("chantest --compare spin", "two backends"),
             ("chantest --lock all,spin", "cannot be listed with others"),
             ("chantest --lock spin,all", "give `all` alone"),
@@ -1012,6 +1146,19 @@ mod tests {
                 "exactly one of chan, task and task-mt, not 2",
             ),
             ("chantest --via task --calibrate", "leave out --via"),
+            (
+                "chantest --via kanal --ref sem",
+                "--ref with a lock backend applies to",
+            ),
+            (
+                "chantest --global-lock --via kanal",
+                "--global-lock applies to",
+            ),
+            ("chantest --via std --lock sem", "--lock applies to"),
+            (
+                "chantest --via pipe,unix --lock sem",
+                "--via pipe,unix has none",
+            ),
         ] {
             let e = args(line).unwrap().setup().unwrap_err();
             assert!(e.to_string().contains(want), "{line}: {e}");

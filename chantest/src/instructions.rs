@@ -49,8 +49,11 @@ pub(crate) const VERSION: u32 = 1;
 /// Default N in this mode: enough messages that the difference dwarfs the noise (a few
 /// hundred instructions in tens of millions), few enough that a run takes seconds.
 pub(crate) const DEFAULT_PER_SENDER: u64 = 16384;
-/// Default R in this mode: the counts repeat, one repetition is enough.
+/// Default R in this mode without a comparison: one count a cell.
 pub(crate) const DEFAULT_REPS: u64 = 1;
+/// Default R in this mode with `--against` or `--baseline`: a verdict needs each side to
+/// show that its counts repeat ([`judge`]).
+pub(crate) const DEFAULT_REPS_JUDGED: u64 = 2;
 /// Default `--threshold` in this mode.
 pub(crate) const DEFAULT_THRESHOLD: f64 = 0.01;
 
@@ -130,14 +133,18 @@ pub(crate) struct CountChange {
     /// Senders.
     #[serde(rename = "M")]
     pub senders: u64,
-    /// Old instructions per message (median over repetitions).
-    pub old_per_msg: f64,
-    /// New instructions per message.
-    pub new_per_msg: f64,
-    /// new / old.
-    pub ratio: f64,
+    /// Old instructions per message (median over repetitions); none when the counts fell as
+    /// N doubled, which no count of work can do.
+    pub old_per_msg: Option<f64>,
+    /// New instructions per message, likewise.
+    pub new_per_msg: Option<f64>,
+    /// new / old, when both are counts.
+    pub ratio: Option<f64>,
     /// The conclusion.
     pub verdict: Verdict,
+    /// Why nothing was decided, when the counts themselves forbid it (see [`judge`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl CountCell {
@@ -263,11 +270,16 @@ pub(crate) fn check(plan: &Plan) -> Result<(), Error> {
 
 /// Counts every cell of `plan` with this build (and with `old`'s build), judges, and returns
 /// the document and its rendering in `format`.
+///
+/// A process that does not answer is killed, as `--against` kills one in wall time: within
+/// `budget` when one is given, else after at least [`against::ANSWER_FLOOR`] or ten times the
+/// slowest answer so far ([`against::answer_limit`]).
 pub(crate) fn run(
     plan: &Plan,
     old: Option<&Old>,
     threshold: f64,
     format: Format,
+    budget: Option<Duration>,
 ) -> Result<(Counts, String), Error> {
     check(plan)?;
     let this = Side::this()?;
@@ -280,8 +292,10 @@ pub(crate) fn run(
         .nth(0);
     let dir = std::env::temp_dir().join(format!("chantest-callgrind-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| usage!("cannot create {}: {e}", dir.display()))?;
-    let counted = count_all(plan, &this, other.as_ref(), cpu, &dir);
-    let _ = std::fs::remove_dir_all(&dir);
+    // Removed when this goes, on every path out, or by the reaper if chantest is stopped.
+    let scratch = crate::reaper::scratch(&dir);
+    let counted = count_all(plan, &this, other.as_ref(), cpu, &dir, budget);
+    drop(scratch);
     let (mut new, theirs) = counted?;
     match (old, theirs) {
         (Some(Old::Build(p)), Some(theirs)) => {
@@ -304,6 +318,7 @@ fn count_all(
     other: Option<&Side>,
     cpu: usize,
     dir: &Path,
+    budget: Option<Duration>,
 ) -> Result<(Counts, Option<Counts>), Error> {
     let sides: Vec<&Side> = std::iter::once(this).chain(other).collect();
     let cells: Vec<(u64, u64, Lane)> = plan
@@ -312,7 +327,10 @@ fn count_all(
         .collect();
     let mut progress = Progress::new(cells.len() * plan.reps * sides.len() * 2);
     let mut out: Vec<Counts> = sides.iter().map(|_| empty(plan, cpu)).collect();
-    let mut slowest = None;
+    let mut waits = Waits {
+        slowest: None,
+        budget,
+    };
     let mut seq = 0;
     for (cell, key) in cells.iter().zip(plan.keys()) {
         let mut per_side: Vec<CountCell> = sides
@@ -341,7 +359,7 @@ fn count_all(
                         n,
                         cpu,
                         &dir.join(seq.to_string()),
-                        &mut slowest,
+                        &mut waits,
                     )?;
                     let c = &mut per_side[k];
                     c.rounds = rounds;
@@ -393,6 +411,14 @@ fn empty(plan: &Plan, cpu: usize) -> Counts {
     }
 }
 
+/// What decides how long a process may take to answer ([`against::answer_limit`]).
+struct Waits {
+    /// The slowest answer so far.
+    slowest: Option<Duration>,
+    /// `--budget`.
+    budget: Option<Duration>,
+}
+
 /// Ir of one process of `side` running `cell` with `n` values per sender under callgrind,
 /// pinned to `cpu`, and the rounds it ran.
 fn count(
@@ -402,7 +428,7 @@ fn count(
     n: u64,
     cpu: usize,
     file: &Path,
-    slowest: &mut Option<Duration>,
+    waits: &mut Waits,
 ) -> Result<(u64, u64), Error> {
     let sized = Plan {
         per_sender: n,
@@ -415,14 +441,20 @@ fn count(
     let mut cmd = Command::new("valgrind");
     // Children traced: a wrapper script's exec of the real binary is counted (what the script
     // ran before it is lost with its image, and cancels in the difference anyway).
-    cmd.args(["-q", "--tool=callgrind", "--trace-children=yes"])
-        .arg(format!("--callgrind-out-file={}", file.display()))
-        .arg(&side.exe)
-        .args(&args);
+    // No gdb server: its pipes in $TMPDIR would outlive a valgrind killed for not answering.
+    cmd.args([
+        "-q",
+        "--tool=callgrind",
+        "--trace-children=yes",
+        "--vgdb=no",
+    ])
+    .arg(format!("--callgrind-out-file={}", file.display()))
+    .arg(&side.exe)
+    .args(&args);
     let (_, m, lane) = cell;
     let msgs = lane.via().messages(m, n) * 2.0;
     // Callgrind runs a program some fifty times slower than it runs natively.
-    let limit = against::answer_limit(None, *slowest, msgs * 10.0);
+    let limit = against::answer_limit(waits.budget, waits.slowest, msgs * 10.0);
     let t = Instant::now();
     let out = std::thread::scope(|s| {
         s.spawn(|| {
@@ -434,15 +466,8 @@ fn count(
     })
     .map_err(|_| usage!("--metric instructions: the thread that ran valgrind panicked"))?
     .map_err(|e| usage!("--metric instructions: cannot run valgrind: {e}"))?
-    .ok_or_else(|| {
-        usage!(
-            "--metric instructions: {exe} did not answer within {} under callgrind (killed \
-             it): `{}`",
-            child::secs(limit),
-            shown()
-        )
-    })?;
-    *slowest = (*slowest).max(Some(t.elapsed()));
+    .map_err(|why| against::stopped("--metric instructions", &side.exe, why, limit, &shown()))?;
+    waits.slowest = waits.slowest.max(Some(t.elapsed()));
     let err = String::from_utf8_lossy(&out.stderr);
     let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     if !out.status.success() {
@@ -492,8 +517,24 @@ fn totals(text: &str) -> Option<u64> {
         .next_back()
 }
 
-/// The verdict of new against old counts per message (repetitions of each).
-pub(crate) fn judge(new: &[f64], old: &[f64], threshold: f64) -> (f64, Verdict) {
+/// A count per message, if it is one: the difference of two runs can fall below zero only
+/// when the schedule, not the code, decided the counts.
+fn a_count(x: f64) -> Option<f64> {
+    (x.is_finite() && x > 0.0).then_some(x)
+}
+
+/// The verdict of new against old counts per message (repetitions of each), the ratio of
+/// the medians, and why nothing was decided when the counts forbid it. Counts are exact only
+/// where the schedule is (a lock that spin-waits counts its waiting, and that depends on when
+/// valgrind switches threads), so before any ratio is judged each side must show that its
+/// counts repeat: at least two counts a side, all of them positive, spread by no more than
+/// the threshold. (Issue 37: a ticket lock against itself at one count a side was called
+/// REGRESSED 1.94x, and a real change printed -589.4 instructions per message.)
+pub(crate) fn judge(
+    new: &[f64],
+    old: &[f64],
+    threshold: f64,
+) -> (Option<f64>, Verdict, Option<String>) {
     let med = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
@@ -501,17 +542,44 @@ pub(crate) fn judge(new: &[f64], old: &[f64], threshold: f64) -> (f64, Verdict) 
     };
     let lo = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = |v: &[f64]| v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let ratio = med(new) / med(old);
+    let ratio = a_count(med(new)).zip(a_count(med(old))).map(|(a, b)| a / b);
+    let mut why = None;
+    for (side, v) in [("new", new), ("old", old)] {
+        if why.is_some() {
+            break;
+        }
+        why = if v.is_empty() || v.iter().any(|&x| a_count(x).is_none()) {
+            Some(format!(
+                "the {side} side's counts fell as N doubled: the schedule decides them, not \
+                 only the code (a lock that spin-waits?)"
+            ))
+        } else if v.len() < 2 {
+            Some(format!(
+                "one count on the {side} side shows nothing about whether counts repeat: \
+                 give -R 2 or more"
+            ))
+        } else if (hi(v) - lo(v)) / med(v) > threshold {
+            Some(format!(
+                "the {side} side's counts differ by {:.1}% between repetitions, beyond the \
+                 threshold: the schedule decides them, not only the code (a lock that \
+                 spin-waits?)",
+                (hi(v) - lo(v)) / med(v) * 100.0
+            ))
+        } else {
+            None
+        };
+    }
+    let Some(r) = ratio.filter(|_| why.is_none()) else {
+        return (ratio, Verdict::Inconclusive, why);
+    };
     let apart = lo(new) > hi(old) || hi(new) < lo(old);
-    let verdict = if !ratio.is_finite() {
-        Verdict::Inconclusive
-    } else if ratio > 1.0 + threshold {
+    let verdict = if r > 1.0 + threshold {
         if apart {
             Verdict::Regressed
         } else {
             Verdict::Inconclusive
         }
-    } else if ratio < 1.0 / (1.0 + threshold) {
+    } else if r < 1.0 / (1.0 + threshold) {
         if apart {
             Verdict::Improved
         } else {
@@ -520,7 +588,7 @@ pub(crate) fn judge(new: &[f64], old: &[f64], threshold: f64) -> (f64, Verdict) 
     } else {
         Verdict::Ok
     };
-    (ratio, verdict)
+    (ratio, verdict, None)
 }
 
 impl Counts {
@@ -531,17 +599,18 @@ impl Counts {
             .iter()
             .filter_map(|new| {
                 let before = old.cell(&new.key())?;
-                let (ratio, verdict) = judge(&new.per_msg(), &before.per_msg(), threshold);
+                let (ratio, verdict, why) = judge(&new.per_msg(), &before.per_msg(), threshold);
                 Some(CountChange {
                     lock: new.lock.clone(),
                     via: new.via.clone(),
                     against: name.to_string(),
                     nbuf: new.nbuf,
                     senders: new.senders,
-                    old_per_msg: before.median(),
-                    new_per_msg: new.median(),
+                    old_per_msg: a_count(before.median()),
+                    new_per_msg: a_count(new.median()),
                     ratio,
                     verdict,
+                    why,
                 })
             })
             .collect();
@@ -599,9 +668,9 @@ fn render(c: &Counts, plan: &Plan, threshold: f64, old: Option<&Old>) -> String 
                 cell.via.clone(),
                 cell.nbuf.to_string(),
                 cell.senders.to_string(),
-                format!("{:.1}", cell.median()),
+                shown(a_count(cell.median()), 1),
                 match (v.first(), v.last()) {
-                    (Some(a), Some(b)) if v.len() > 1 => format!("{a:.1}-{b:.1}"),
+                    (Some(a), Some(b)) if v.len() > 1 && *a > 0.0 => format!("{a:.1}-{b:.1}"),
                     _ => "-".into(),
                 },
             ]);
@@ -629,14 +698,23 @@ fn render(c: &Counts, plan: &Plan, threshold: f64, old: Option<&Old>) -> String 
                 ch.against.clone(),
                 ch.nbuf.to_string(),
                 ch.senders.to_string(),
-                format!("{:.1}", ch.old_per_msg),
-                format!("{:.1}", ch.new_per_msg),
-                format!("{:.4}", ch.ratio),
+                shown(ch.old_per_msg, 1),
+                shown(ch.new_per_msg, 1),
+                shown(ch.ratio, 4),
                 ch.verdict.to_string(),
             ]);
         }
     }
     out += &align(&rows);
+    for ch in &c.changes {
+        if let Some(why) = &ch.why {
+            let _ = writeln!(
+                out,
+                "# {} {} O={} M={} inconclusive: {why}",
+                ch.lock, ch.via, ch.nbuf, ch.senders
+            );
+        }
+    }
     if !c.changes.is_empty() {
         let regressed = c
             .changes
@@ -656,6 +734,11 @@ fn render(c: &Counts, plan: &Plan, threshold: f64, old: Option<&Old>) -> String 
     out += UNSEEN;
     out.push('\n');
     out
+}
+
+/// A figure to `places` decimals, or `-` for none.
+fn shown(x: Option<f64>, places: usize) -> String {
+    x.map_or_else(|| "-".into(), |x| format!("{x:.places$}"))
 }
 
 fn align(rows: &[Vec<String>]) -> String {
@@ -702,10 +785,10 @@ mod tests {
     #[test]
     fn exact_verdicts() {
         let t = 0.01;
-        assert_eq!(judge(&[101.5], &[100.0], t).1, Verdict::Regressed);
-        assert_eq!(judge(&[100.9], &[100.0], t).1, Verdict::Ok);
-        assert_eq!(judge(&[99.2], &[100.0], t).1, Verdict::Ok);
-        assert_eq!(judge(&[98.0], &[100.0], t).1, Verdict::Improved);
+        assert_eq!(judge(&[101.5; 2], &[100.0; 2], t).1, Verdict::Regressed);
+        assert_eq!(judge(&[100.9; 2], &[100.0; 2], t).1, Verdict::Ok);
+        assert_eq!(judge(&[99.2; 2], &[100.0; 2], t).1, Verdict::Ok);
+        assert_eq!(judge(&[98.0; 2], &[100.0; 2], t).1, Verdict::Improved);
         // Repetitions that overlap across the sides do not decide a change beyond the threshold.
         assert_eq!(
             judge(&[99.0, 103.0, 104.0], &[100.0, 98.5, 101.0], t).1,
@@ -714,6 +797,31 @@ mod tests {
         assert_eq!(
             judge(&[103.0, 103.1], &[100.0, 100.1], t).1,
             Verdict::Regressed
+        );
+    }
+
+    #[test]
+    fn counts_that_do_not_repeat_decide_nothing() {
+        let t = 0.01;
+        // One count a side: the issue's ticket lock against itself, called REGRESSED 1.94x.
+        let (r, v, why) = judge(&[194.0], &[100.0], t);
+        assert_eq!((r, v), (Some(1.94), Verdict::Inconclusive));
+        assert!(why.unwrap().contains("-R 2"));
+        // A side that disagrees with itself beyond the threshold.
+        let (_, v, why) = judge(&[194.0, 100.0], &[100.0, 100.0], t);
+        assert_eq!(v, Verdict::Inconclusive);
+        assert!(why.unwrap().contains("new side's counts differ by 63.9%"));
+        let (_, v, why) = judge(&[100.0, 100.2], &[100.0, 105.0], t);
+        assert_eq!(v, Verdict::Inconclusive);
+        assert!(why.unwrap().contains("old side's counts differ"));
+        // Counts that fell as N doubled are no counts: no ratio, no negative figure.
+        let (r, v, why) = judge(&[-589.4, 130.0], &[130.0, 130.1], t);
+        assert_eq!((r, v), (None, Verdict::Inconclusive));
+        assert!(why.unwrap().contains("fell as N doubled"));
+        // Within the threshold on each side, the verdict stands.
+        assert_eq!(
+            judge(&[110.0, 110.5], &[100.0, 100.4], t),
+            (Some(110.25 / 100.2), Verdict::Regressed, None)
         );
     }
 

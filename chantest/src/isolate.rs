@@ -18,7 +18,11 @@ use crate::run::Measured;
 /// Runs `plan`'s sweep one process per repetition of each cell; cells come back in report
 /// order: by point, then by lane.
 pub(crate) fn sweep(plan: &Plan) -> Result<Vec<Measured>, Error> {
-    let me = Side::this()?;
+    // Refused here, in the words an in-process run would use, rather than by the first child.
+    if let Some(how) = plan.pin {
+        crate::affinity::Cpus::for_pinning(how)?;
+    }
+    let me = Side::this_for("--per-process")?;
     let lanes = plan.lanes();
     let mut progress = Progress::new(plan.points().count() * lanes.len() * plan.reps);
     let mut cells = Vec::new();

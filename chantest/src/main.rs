@@ -41,6 +41,7 @@ mod model;
 mod plan;
 mod plot;
 mod progress;
+mod reaper;
 mod records;
 mod report;
 mod rerun;
@@ -58,6 +59,8 @@ fn main() -> ExitCode {
     if let Some(code) = via::main_if_peer() {
         return code;
     }
+    // Before any thread starts (see the module).
+    reaper::install();
     if std::env::args_os().nth(1).is_some_and(|a| a == "soak") {
         eprintln!(
             "chantest: the soak is a crate of its own now: cargo run --release -p soak -- [FLAGS]"
@@ -81,9 +84,14 @@ fn run() -> Result<ExitCode, Error> {
             print(&text)?;
             return Ok(ExitCode::SUCCESS);
         }
-        Mode::Instructions { old } => {
-            let (counts, text) =
-                instructions::run(&setup.plan, old.as_ref(), setup.threshold, setup.format)?;
+        Mode::Instructions { old, budget } => {
+            let (counts, text) = instructions::run(
+                &setup.plan,
+                old.as_ref(),
+                setup.threshold,
+                setup.format,
+                *budget,
+            )?;
             if let Some(out) = setup.save {
                 out.write(&(serde_json::to_string_pretty(&counts).unwrap_or_default() + "\n"))?;
             }

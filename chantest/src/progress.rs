@@ -2,9 +2,11 @@
 //!
 //! * On a terminal, a one-line indicator, redrawn in place at most ten times a second once the
 //!   sweep has run for a second.
-//! * Anywhere (a terminal, a pipe, a CI log): when the run will take more than a minute, one
-//!   line saying about how long, estimated from the first run (or, while the first run is
-//!   still going after a minute, a lower bound from it).
+//! * Anywhere (a terminal, a pipe, a CI log): once the run is known to take more than a
+//!   minute, one line saying about how long, estimated from the runs so far (re-estimated
+//!   after every run, and at the minute: a cheap first run must not make a long sweep look
+//!   short, as it did for a 515 s sweep that printed nothing); while the first run is still
+//!   going after a minute, a lower bound from it.
 //! * Not on a terminal, for such a long run: a progress line every [`LOG_EVERY`], so a log
 //!   shows the run is alive and how far it got.
 //!
@@ -135,8 +137,7 @@ struct Log {
     last: String,
     /// Periodic lines (off a terminal).
     periodic: bool,
-    /// The estimate was printed (or found short).
-    estimated: bool,
+    /// The run is known to be long, and the estimate was printed.
     long: bool,
     logged: Option<Instant>,
 }
@@ -149,7 +150,6 @@ impl Log {
             started,
             last: String::new(),
             periodic,
-            estimated: false,
             long: false,
             logged: None,
         }
@@ -175,8 +175,8 @@ impl Log {
 
     fn next_tick(&self, now: Instant) -> Duration {
         let elapsed = now - self.started;
-        if !self.estimated && elapsed < LONG {
-            return LONG - elapsed;
+        if !self.long && elapsed < LONG {
+            return (LONG - elapsed).max(Duration::from_millis(100));
         }
         match self.logged {
             Some(t) => (t + LOG_EVERY).saturating_duration_since(now),
@@ -185,35 +185,49 @@ impl Log {
         .max(Duration::from_millis(100))
     }
 
-    /// A run finished.
-    fn on_done(&mut self, now: Instant, what: String) -> Option<String> {
-        self.done += 1;
-        self.last = what;
+    /// The estimate, once the runs so far say the whole will take more than [`LONG`] (or it
+    /// already has); `None` while it looks short.
+    fn estimate(&mut self, now: Instant) -> Option<String> {
         let elapsed = now - self.started;
-        if self.estimated {
-            return self.periodic_line(now);
-        }
-        self.estimated = true;
-        let per = elapsed.as_secs_f64() / self.done as f64;
+        let per = elapsed.as_secs_f64() / self.done.max(1) as f64;
         let whole = per * self.total as f64;
-        if whole <= LONG.as_secs_f64() {
+        if self.done == 0 || (whole <= LONG.as_secs_f64() && elapsed < LONG) {
             return None;
         }
         self.long = true;
         self.logged = Some(now);
-        Some(format!(
-            "chantest: {} runs at about {} each: this will take about {}",
-            self.total,
-            human(per),
-            human(whole)
-        ))
+        Some(if self.done == 1 {
+            format!(
+                "chantest: {} runs at about {} each: this will take about {}",
+                self.total,
+                human(per),
+                human(whole)
+            )
+        } else {
+            format!(
+                "chantest: {}/{} runs in {}: this will take about {} in all",
+                self.done,
+                self.total,
+                human(elapsed.as_secs_f64()),
+                human(whole)
+            )
+        })
+    }
+
+    /// A run finished.
+    fn on_done(&mut self, now: Instant, what: String) -> Option<String> {
+        self.done += 1;
+        self.last = what;
+        if self.long {
+            return self.periodic_line(now);
+        }
+        self.estimate(now)
     }
 
     /// Time passed with no run finishing.
     fn on_tick(&mut self, now: Instant) -> Option<String> {
         let elapsed = now - self.started;
-        if !self.estimated && self.done == 0 && elapsed >= LONG {
-            self.estimated = true;
+        if !self.long && self.done == 0 && elapsed >= LONG {
             self.long = true;
             self.logged = Some(now);
             return Some(format!(
@@ -222,6 +236,9 @@ impl Log {
                 human(elapsed.as_secs_f64()),
                 human(elapsed.as_secs_f64() * self.total as f64)
             ));
+        }
+        if !self.long {
+            return self.estimate(now);
         }
         self.periodic_line(now)
     }
@@ -267,9 +284,9 @@ mod tests {
     fn a_short_run_says_nothing() {
         let t0 = Instant::now();
         let mut log = Log::new(10, t0, true);
-        assert_eq!(log.on_done(t0 + S(2), "a".into()), None);
-        assert_eq!(log.on_tick(t0 + S(100)), None);
-        assert_eq!(log.on_done(t0 + S(4), "b".into()), None);
+        for i in 1..=10 {
+            assert_eq!(log.on_done(t0 + S(2 * i), "a".into()), None);
+        }
     }
 
     #[test]
@@ -290,6 +307,43 @@ mod tests {
         let mut log = Log::new(12, t0, false);
         assert!(log.on_done(t0 + S(10), "a".into()).is_some());
         assert_eq!(log.on_tick(t0 + S(100)), None);
+    }
+
+    #[test]
+    fn a_cheap_first_run_does_not_silence_a_long_sweep() {
+        // Issue 37: a 515 s sweep to a file printed nothing until its table, the first run
+        // (M=1) having been cheap. Here the first of 40 runs takes 1 s, then each 20 s.
+        let t0 = Instant::now();
+        let mut log = Log::new(40, t0, true);
+        assert_eq!(log.on_done(t0 + S(1), "adaptive O=10 M=1".into()), None);
+        let l = log.on_done(t0 + S(21), "adaptive O=10 M=8".into()).unwrap();
+        assert_eq!(
+            l,
+            "chantest: 2/40 runs in 21s: this will take about 7m in all"
+        );
+        // Then a line every 30 s off a terminal.
+        assert_eq!(log.on_done(t0 + S(41), "x".into()), None);
+        let l = log.on_tick(t0 + S(51)).unwrap();
+        assert!(l.starts_with("chantest: 3/40 runs, 51s, ~"), "{l}");
+        assert_eq!(log.on_tick(t0 + S(60)), None);
+        assert!(log.on_tick(t0 + S(81)).is_some());
+    }
+
+    #[test]
+    fn a_run_that_reaches_the_minute_is_long_whatever_it_estimated() {
+        // Three runs of ten, quick at first: the estimate looked short, but a minute passed.
+        let t0 = Instant::now();
+        let mut log = Log::new(10, t0, true);
+        for (t, w) in [(1, "a"), (2, "b"), (3, "c")] {
+            assert_eq!(log.on_done(t0 + S(t), w.into()), None);
+        }
+        assert_eq!(log.next_tick(t0 + S(3)), S(57));
+        let l = log.on_tick(t0 + S(60)).unwrap();
+        assert_eq!(
+            l,
+            "chantest: 3/10 runs in 60s: this will take about 3m in all"
+        );
+        assert!(log.on_tick(t0 + S(90)).is_some());
     }
 
     #[test]

@@ -281,6 +281,10 @@ pub(crate) struct Change {
     /// decide it (see [`crate::verdict::more_reps`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub more_reps: Option<usize>,
+    /// Why the cell was not judged though it has the repetitions: a side's samples too short
+    /// to time (see [`crate::verdict::too_short`]); the verdict is then inconclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasured: Option<String>,
     /// Index of the new cell in [`Results::cells`].
     #[serde(skip)]
     pub cell: usize,

@@ -298,6 +298,9 @@ fn change_rows(r: &Results) -> Vec<Vec<String>> {
             ch.ratio.to_string(),
             ch.reps_shown(),
             match (ch.verdict, ch.more_reps) {
+                _ if ch.unmeasured.is_some() => {
+                    format!("inconclusive: {}", ch.unmeasured.as_deref().unwrap_or(""))
+                }
                 (Verdict::Inconclusive, Some(k)) => format!("inconclusive (~{k} more reps)"),
                 (v, _) => v.to_string(),
             },

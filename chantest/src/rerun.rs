@@ -78,7 +78,7 @@ pub(crate) fn sweep(
     let lanes = plan.lanes().len().max(1);
     // Only a per-process re-run needs our own executable.
     let me = match runs {
-        Runs::PerProcess => Some(against::Side::this()?),
+        Runs::PerProcess => Some(against::Side::this_for("--per-process")?),
         Runs::InProcess => None,
     };
     let mut slowest = None;
@@ -88,7 +88,12 @@ pub(crate) fn sweep(
         // A verdict between two looks is not acted on: the cell goes on to the next look.
         let settled =
             |c: &&crate::records::Change| c.verdict.decided() && looks.is_look(c.new_reps);
-        for c in r.changes.iter().filter(|c| !settled(c)) {
+        // A cell too short to time stays so however often it is re-run.
+        for c in r
+            .changes
+            .iter()
+            .filter(|c| !settled(c) && c.unmeasured.is_none())
+        {
             match side {
                 Side::Cell => todo.push(c.cell),
                 Side::Point => {

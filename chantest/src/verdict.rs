@@ -168,15 +168,32 @@ impl Verdict {
     }
 }
 
+/// Where the old side of a comparison comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Old {
+    /// Measured in this run (`--compare`, `--against`): its samples are checked as the new
+    /// side's are ([`too_short`]).
+    Measured,
+    /// A file (`--baseline`), taken as it was saved.
+    Saved,
+}
+
 impl Results {
     /// Each new cell against the same cell of `old`.
     pub(crate) fn against_baseline(&mut self, old: &Results, threshold: f64, looks: Looks) {
-        self.against(old, "baseline", threshold, looks);
+        self.against(old, "baseline", threshold, looks, Old::Saved);
     }
 
     /// Each new cell against the same cell of `old`, which is called `name`; every cell is
     /// one of the family the verdicts hold for together.
-    pub(crate) fn against(&mut self, old: &Results, name: &str, threshold: f64, looks: Looks) {
+    pub(crate) fn against(
+        &mut self,
+        old: &Results,
+        name: &str,
+        threshold: f64,
+        looks: Looks,
+        measured: Old,
+    ) {
         let family = self
             .cells
             .iter()
@@ -190,7 +207,7 @@ impl Results {
                 let old = old.cell(&new.key())?;
                 Some(Change::new(
                     (i, new),
-                    old,
+                    (old, measured),
                     name.into(),
                     threshold,
                     family,
@@ -230,7 +247,7 @@ impl Results {
                         let name = if a.via == chan { &a.lock } else { &a.via };
                         Some(Change::new(
                             (point * n + j, b),
-                            a,
+                            (a, Old::Measured),
                             format!("{name} (A)"),
                             threshold,
                             family,
@@ -249,7 +266,7 @@ impl Change {
     /// the look its repetitions make it (the new side's count: the side that grows).
     fn new(
         (cell, new): (usize, &Cell),
-        old: &Cell,
+        (old, measured): (&Cell, Old),
         against: String,
         threshold: f64,
         family: usize,
@@ -257,7 +274,18 @@ impl Change {
     ) -> Change {
         let family = family * looks.ways(new.samples.len());
         let ratio = Interval::ratio_among(&new.ns_per_msg(), &old.ns_per_msg(), family);
-        let verdict = Verdict::judge(&ratio, threshold);
+        let unmeasured = too_short(new)
+            .map(|why| format!("new side {why}"))
+            .or_else(|| {
+                let now = measured == Old::Measured;
+                too_short(old)
+                    .filter(|_| now)
+                    .map(|why| format!("old side {why}"))
+            });
+        let verdict = match unmeasured {
+            Some(_) => Verdict::Inconclusive,
+            None => Verdict::judge(&ratio, threshold),
+        };
         let reps = new.samples.len().min(old.samples.len());
         Change {
             lock: new.lock.clone(),
@@ -271,12 +299,49 @@ impl Change {
             reps,
             new_reps: new.samples.len(),
             old_reps: old.samples.len(),
-            more_reps: (!verdict.decided())
+            more_reps: (!verdict.decided() && unmeasured.is_none())
                 .then(|| more_reps(&ratio, reps, threshold, family))
                 .flatten(),
+            unmeasured,
             ratio,
             cell,
         }
+    }
+}
+
+/// Below this a run's wall time is mostly the clock and the scheduler, not the work.
+pub(crate) const MIN_SAMPLE_NS: u64 = 5_000;
+
+/// Why `cell`'s samples cannot be judged, if they cannot: their median wall time is under
+/// [`MIN_SAMPLE_NS`], or their CPU time is far beyond what M senders and a receiver can spend
+/// in that wall time (twice M + 2 CPUs' worth), which means the clock missed work (a
+/// pipe's run timed at 6.9 µs of wall for 403 µs of CPU, issue 37). A higher -N cures both.
+pub(crate) fn too_short(cell: &Cell) -> Option<String> {
+    let mut walls: Vec<u64> = cell.samples.iter().map(|s| s.ns).collect();
+    let mut cpu_per_wall: Vec<f64> = cell
+        .samples
+        .iter()
+        .map(|s| s.cpu_ns as f64 / s.ns.max(1) as f64)
+        .collect();
+    if walls.is_empty() {
+        return None;
+    }
+    walls.sort_unstable();
+    cpu_per_wall.sort_by(f64::total_cmp);
+    let wall = walls[(walls.len() - 1) / 2];
+    let busy = cpu_per_wall[(cpu_per_wall.len() - 1) / 2];
+    let most = 2.0 * (cell.senders + 2) as f64;
+    if wall < MIN_SAMPLE_NS {
+        Some(format!(
+            "too short to time ({:.1} µs a run; raise -N)",
+            wall as f64 / 1e3
+        ))
+    } else if busy > most {
+        Some(format!(
+            "not timed whole (CPU {busy:.0}x its wall time; raise -N)"
+        ))
+    } else {
+        None
     }
 }
 
@@ -411,6 +476,83 @@ fn rank_sum_counts(m: usize, n: usize) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cell(senders: u64, samples: &[(u64, u64)]) -> Cell {
+        Cell {
+            lock: "-".into(),
+            via: "pipe".into(),
+            nbuf: 10,
+            senders,
+            per_sender: 2000,
+            size: 8,
+            global_lock: false,
+            summary: Default::default(),
+            samples: samples
+                .iter()
+                .map(|&(ns, cpu_ns)| crate::model::Sample {
+                    ns,
+                    cpu_ns,
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn samples_the_clock_missed_are_not_judged() {
+        // Issue 37: --compare pipe,adaptive -N 2000, a pipe sample of 6.9 us of wall for
+        // 403 us of CPU, judged a 762x regression of adaptive.
+        let pipe = cell(1, &[(6_900, 403_000); 5]);
+        assert!(too_short(&pipe).unwrap().contains("not timed whole"));
+        let missed = cell(1, &[(40_000, 403_000); 5]);
+        assert!(too_short(&missed).unwrap().contains("not timed whole"));
+        let tiny = cell(1, &[(3_000, 3_000); 5]);
+        assert!(too_short(&tiny)
+            .unwrap()
+            .contains("too short to time (3.0 µs"));
+        // Honest samples: a run with CPU time up to its threads' worth, long enough.
+        assert_eq!(too_short(&cell(1, &[(400_000, 700_000); 5])), None);
+        assert_eq!(too_short(&cell(8, &[(400_000, 3_000_000); 5])), None);
+        // The median decides, not one odd sample.
+        let one_odd = cell(
+            1,
+            &[(6_900, 403_000), (400_000, 400_000), (410_000, 400_000)],
+        );
+        assert_eq!(too_short(&one_odd), None);
+        // A comparison with such a side is inconclusive, saying why, however far apart.
+        let adaptive = Cell {
+            lock: "adaptive".into(),
+            via: "chan".into(),
+            ..cell(1, &[(5_000_000, 5_000_000); 5])
+        };
+        let looks = Looks {
+            first: 5,
+            sequential: false,
+        };
+        let c = Change::new(
+            (1, &adaptive),
+            (&pipe, Old::Measured),
+            "pipe (A)".into(),
+            0.1,
+            1,
+            looks,
+        );
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        assert!(c
+            .unmeasured
+            .unwrap()
+            .starts_with("old side not timed whole"));
+        let honest = cell(1, &[(400_000, 400_000); 5]);
+        let c = Change::new(
+            (1, &adaptive),
+            (&honest, Old::Measured),
+            "pipe (A)".into(),
+            0.1,
+            1,
+            looks,
+        );
+        assert_eq!((c.verdict, c.unmeasured), (Verdict::Regressed, None));
+    }
 
     #[test]
     fn null_distribution_matches_tables() {

@@ -4,8 +4,11 @@
 //! cores. These tests run side by side, so a tiny run's time can swing tenfold; nothing here
 //! depends on speed except through baselines doctored far beyond such swings.
 
+mod common;
+
+use common::Scratch;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_chantest");
@@ -44,13 +47,10 @@ fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
 }
 
-/// A fresh scratch directory for one test, whose path has no spaces (see [`run`]).
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("chantest-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    assert!(!dir.display().to_string().contains(char::is_whitespace));
-    dir
+/// A fresh scratch directory for one test, whose path has no spaces (see [`run`]), removed
+/// when the returned guard drops.
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(name)
 }
 
 fn json(path: &Path) -> Value {
@@ -185,7 +185,8 @@ fn pinned_apart_keeps_the_receivers_cpu_and_is_remembered() {
 
 #[test]
 fn plot_draws_svg() {
-    let svg = scratch("plot").join("chan.svg");
+    let dir = scratch("plot");
+    let svg = dir.join("chan.svg");
     run(
         &format!("{TINY} -O 0,10 -M 1..3 --plot {}", svg.display()),
         0,
@@ -279,7 +280,8 @@ fn save_baseline(dir: &Path) -> String {
 
 #[test]
 fn baseline_round_trip_passes() {
-    let base = save_baseline(&scratch("roundtrip"));
+    let dir = scratch("roundtrip");
+    let base = save_baseline(&dir);
     // Only a ten-thousandfold slowdown would count (a CI machine loaded with Miri has made a
     // repetition 250 times slower than its baseline). With five repetitions a side the
     // interval runs from the extreme ratios, so one stalled repetition leaves it undecided:
@@ -317,7 +319,8 @@ fn baseline_round_trip_passes() {
 
 #[test]
 fn baseline_cells_must_match() {
-    let base = save_baseline(&scratch("mismatch"));
+    let dir = scratch("mismatch");
+    let base = save_baseline(&dir);
     for extra in ["-O 0", "-M 3", "-N 1000", "--lock spin", "--global-lock"] {
         let o = run(&format!("--baseline {base} {extra}"), 2);
         assert!(
@@ -349,7 +352,13 @@ fn a_doctored_baseline_is_a_regression() {
     // can swing tenfold; no swing comes near a thousandfold.
     let fast = dir.join("fast.json");
     doctor(&base, &fast, |ns| ns / 1000);
-    let o = run(&format!("--baseline {} --threshold 0.2", fast.display()), 1);
+    // --budget: under load one preempted repetition can leave even a thousandfold gap
+    // undecided at five (issue 37: it once read "ok"); more are added until it is decided,
+    // so the verdict, not the time, is tested.
+    let o = run(
+        &format!("--baseline {} --threshold 0.2 --budget 40s", fast.display()),
+        1,
+    );
     let out = stdout(&o);
     assert_eq!(out.matches("REGRESSED").count(), 4, "{out}");
     // And a baseline a thousand times slower is an improvement, not a regression.
@@ -357,7 +366,7 @@ fn a_doctored_baseline_is_a_regression() {
     doctor(&base, &slow, |ns| ns * 1000);
     let o = run(
         &format!(
-            "--baseline {} --threshold 0.2 --format json",
+            "--baseline {} --threshold 0.2 --budget 40s --format json",
             slow.display()
         ),
         0,
@@ -385,7 +394,8 @@ fn a_malformed_baseline_is_status_2() {
 
 #[test]
 fn save_may_overwrite_its_baseline() {
-    let base = save_baseline(&scratch("overwrite"));
+    let dir = scratch("overwrite");
+    let base = save_baseline(&dir);
     run(
         &format!("--baseline {base} --save {base} --threshold 10000 -R 2"),
         4,
@@ -423,11 +433,20 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
 
 #[test]
 fn against_itself_runs_both_sides_interleaved() {
+    // The other build is this one, reached through a checkout-shaped path of the test's own
+    // making, so that the name it is given does not depend on where cargo put the target
+    // directory (CARGO_TARGET_DIR may be anywhere).
+    let dir = scratch("against-itself");
+    let profile = dir.join("ck/target/debug");
+    std::fs::create_dir_all(&profile).unwrap();
+    let other = profile.join("chantest");
+    std::os::unix::fs::symlink(BIN, &other).unwrap();
+    let other = other.display().to_string();
     // Itself, with a ten-thousandfold threshold: the verdict cannot be "regressed", and
     // once the budget has bought enough repetitions past any stalled one, every interval
     // lies below 10001.
     let o = run(
-        &format!("-N 2000 -R 5 -O 10 -M 1,2 --lock adaptive --against {BIN} --threshold 10000 --budget 40s --format json"),
+        &format!("-N 2000 -R 5 -O 10 -M 1,2 --lock adaptive --against {other} --threshold 10000 --budget 40s --format json"),
         0,
     );
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -436,19 +455,9 @@ fn against_itself_runs_both_sides_interleaved() {
     for c in changes {
         assert_eq!(c["verdict"], "ok", "{c}");
         assert!(c["reps"].as_u64().unwrap() >= 5, "{c}");
-        assert_eq!(c["against_exe"], BIN);
+        assert_eq!(c["against_exe"], other);
         // The vs column names the other build briefly: the checkout it was built in.
-        let checkout = Path::new(BIN)
-            .ancestors()
-            .nth(3)
-            .unwrap()
-            .file_name()
-            .unwrap();
-        assert_eq!(
-            c["against"],
-            format!("{} (debug)", checkout.to_string_lossy()),
-            "{c}"
-        );
+        assert_eq!(c["against"], "ck (debug)", "{c}");
     }
     assert!(v["cells"][0]["samples"].as_array().unwrap().len() >= 5);
 }
@@ -731,7 +740,8 @@ fn budget_exit_statuses_with_a_baseline() {
 fn a_spent_budget_leaves_undecided_cells_inconclusive() {
     // A budget spent before the first look: the first -R repetitions stand, and two a side
     // (or two against the file's five) are too few for any interval: exit 4, deterministically.
-    let base = save_baseline(&scratch("budget-spent"));
+    let dir = scratch("budget-spent");
+    let base = save_baseline(&dir);
     let o = run(
         &format!("--baseline {base} -R 2 --budget 1ms --format json"),
         4,

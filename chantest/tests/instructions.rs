@@ -2,8 +2,11 @@
 //! processes under valgrind (seconds); the tests that need valgrind say so and pass without
 //! it, the refusal when it is missing is tested with a PATH that lacks it.
 
+mod common;
+
+use common::Scratch;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_chantest");
@@ -38,11 +41,8 @@ fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).expect("utf-8")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("chantest-{}-ir-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("ir-{name}"))
 }
 
 fn have_valgrind() -> bool {
@@ -80,7 +80,7 @@ fn refuses_without_valgrind() {
     let empty = scratch("no-valgrind");
     let o = Command::new(BIN)
         .args(SMALL.split_whitespace())
-        .env("PATH", &empty)
+        .env("PATH", &*empty)
         .output()
         .unwrap();
     one_line_usage_error(&o, "valgrind is not on PATH");
@@ -143,6 +143,37 @@ fn aided_against_exit_statuses() {
 }
 
 #[test]
+fn counts_that_do_not_repeat_decide_nothing() {
+    if !have_valgrind() {
+        return;
+    }
+    let dir = scratch("no-repeat");
+    // An "old build" whose second larger run sends twice the values asked for: its counts
+    // per message do not repeat, as a lock that spin-waits under valgrind's thread switching
+    // may not. It is still chantest answering, so only the check of repetition catches it.
+    // (Another lock on the later runs was not enough: sem and adaptive count alike here.)
+    let calls = dir.join("calls");
+    let old = script(
+        &dir,
+        "wobbly-chantest",
+        &format!(
+            r#"n=$(($(cat {c} 2>/dev/null || echo 0) + 1)); echo $n > {c}
+if [ $n -eq 4 ]; then exec {BIN} "${{@/#2000/4000}}"; fi
+exec {BIN} "$@""#,
+            c = calls.display()
+        ),
+    );
+    let o = run(&format!("{SMALL} -R 2 --against {old} --format json"), 4);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let ch = &v["changes"][0];
+    assert_eq!(ch["verdict"], "inconclusive", "{ch}");
+    assert!(
+        ch["why"].as_str().unwrap().contains("old side's counts"),
+        "{ch}"
+    );
+}
+
+#[test]
 fn baseline_exit_statuses() {
     if !have_valgrind() {
         return;
@@ -150,7 +181,8 @@ fn baseline_exit_statuses() {
     let dir = scratch("baseline");
     let base = dir.join("counts.json");
     let base_s = base.display().to_string();
-    let out = stdout(&run(&format!("{SMALL} --save {base_s}"), 0));
+    // Two counts, as a verdict needs from each side.
+    let out = stdout(&run(&format!("{SMALL} -R 2 --save {base_s}"), 0));
     assert!(out.contains("instr/msg"), "{out}");
     assert!(out.contains("# not seen: waiting"), "{out}");
     // The same build against its saved counts: ok (0).
@@ -176,7 +208,8 @@ fn baseline_exit_statuses() {
     let per = full - half;
     // Saved counts 5 % lower per message: today's build regressed (1).
     let lower = doctor("lower.json", &|c| {
-        c["ir_full"][0] = (half + per * 95 / 100).into()
+        c["ir_half"] = Value::from(vec![half; 2]);
+        c["ir_full"] = Value::from(vec![half + per * 95 / 100; 2]);
     });
     let out = stdout(&run(
         &format!("--metric instructions --baseline {lower}"),
@@ -185,7 +218,8 @@ fn baseline_exit_statuses() {
     assert!(out.contains("REGRESSED"), "{out}");
     // Saved counts 5 % higher: improved (0).
     let higher = doctor("higher.json", &|c| {
-        c["ir_full"][0] = (half + per * 105 / 100).into()
+        c["ir_half"] = Value::from(vec![half; 2]);
+        c["ir_full"] = Value::from(vec![half + per * 105 / 100; 2]);
     });
     run(&format!("--metric instructions --baseline {higher}"), 0);
     // Saved repetitions that straddle today's count, beyond the threshold: inconclusive (4).
@@ -197,10 +231,28 @@ fn baseline_exit_statuses() {
             half + per * 120 / 100,
         ]);
     });
-    run(
-        &format!("--metric instructions --baseline {spread} -R 1"),
+    let out = stdout(&run(
+        &format!("--metric instructions --baseline {spread} -R 2"),
         4,
-    );
+    ));
+    assert!(out.contains("old side's counts differ by"), "{out}");
+    // Counts that fell as N doubled (a lock that spin-waits can do that): no verdict, and
+    // no negative figure anywhere (issue 37 printed -589.4 instructions per message).
+    let fell = doctor("fell.json", &|c| {
+        c["ir_half"] = Value::from(vec![half; 2]);
+        c["ir_full"] = Value::from(vec![half - per, half + per]);
+    });
+    let o = run(&format!("--metric instructions --baseline {fell}"), 4);
+    let out = stdout(&o);
+    assert!(out.contains("old side's counts fell as N doubled"), "{out}");
+    let negative = |w: &str| {
+        w.strip_prefix('-')
+            .is_some_and(|d| d.starts_with(|c: char| c.is_ascii_digit()))
+    };
+    assert!(!out.split_whitespace().any(negative), "{out}");
+    // One count a side decides nothing.
+    let out = stdout(&run(&format!("{SMALL} -R 1 --baseline {base_s}"), 4));
+    assert!(out.contains("give -R 2 or more"), "{out}");
     // A wall-time file is not counts, and counts are not a wall-time file.
     let times = dir.join("times.json").display().to_string();
     run(

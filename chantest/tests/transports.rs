@@ -6,9 +6,11 @@
 //! deadline far beyond what it needs (a hang must fail the test, not stall CI) and nothing
 //! here depends on speed.
 
+mod common;
+
+use common::Scratch;
 use serde_json::Value;
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -96,11 +98,23 @@ fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
         .collect()
 }
 
+/// `--lock LOCK` for a transport that takes one of our locks (one backend keeps the run
+/// short); nothing for one that takes none, where chantest refuses `--lock`.
+fn lock(via: &str, lock: &str) -> String {
+    match via {
+        "chan" | "task" | "task-mt" => format!("--lock {lock}"),
+        _ => String::new(),
+    }
+}
+
 #[test]
 fn every_transport_moves_the_workload_intact() {
     for via in ["chan", "task", "task-mt", "pipe", "unix", "shm"] {
         let r = run(
-            &format!("--via {via} -N 2000 -M 1,2 -R 1 --lock adaptive --format csv"),
+            &format!(
+                "--via {via} -N 2000 -M 1,2 -R 1 {} --format csv",
+                lock(via, "adaptive")
+            ),
             0,
         );
         let rows = csv_rows(&r.stdout);
@@ -119,7 +133,10 @@ fn every_transport_moves_the_workload_intact() {
 fn large_messages_are_written_read_and_counted() {
     for via in ["pipe", "shm", "unix", "chan", "task", "task-mt"] {
         let r = run(
-            &format!("--via {via} -S 4096 -N 500 -M 1,2 -O 2 -R 1 --lock sem --format csv"),
+            &format!(
+                "--via {via} -S 4096 -N 500 -M 1,2 -O 2 -R 1 {} --format csv",
+                lock(via, "sem")
+            ),
             0,
         );
         for row in csv_rows(&r.stdout) {
@@ -204,7 +221,10 @@ fn signal_reports_per_signal() {
 fn a_damaged_or_duplicated_message_is_status_3() {
     for via in ["pipe", "unix", "shm", "signal", "chan", "task", "task-mt"] {
         let r = run(
-            &format!("--via {via} -N 300 -R 1 --lock sem --inject-fault"),
+            &format!(
+                "--via {via} -N 300 -R 1 {} --inject-fault",
+                lock(via, "sem")
+            ),
             3,
         );
         assert!(
@@ -215,7 +235,10 @@ fn a_damaged_or_duplicated_message_is_status_3() {
     }
     for via in ["pipe", "shm", "chan", "task", "task-mt"] {
         run(
-            &format!("--via {via} -S 100 -M 2 -N 300 -R 1 --lock sem --inject-fault"),
+            &format!(
+                "--via {via} -S 100 -M 2 -N 300 -R 1 {} --inject-fault",
+                lock(via, "sem")
+            ),
             3,
         );
     }
@@ -288,25 +311,23 @@ fn bad_input_is_one_line_and_status_2() {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("chantest-via-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("via-{name}"))
 }
 
-/// Runs `args` with `--save` into a fresh scratch directory called `name`; the file's path
-/// and what it holds.
-fn save(name: &str, args: &str) -> (String, Value) {
-    let base = scratch(name).join("base.json").display().to_string();
+/// Runs `args` with `--save` into a fresh scratch directory called `name`; the file's path,
+/// what it holds, and the directory (removed when that drops).
+fn save(name: &str, args: &str) -> (String, Value, Scratch) {
+    let dir = scratch(name);
+    let base = dir.join("base.json").display().to_string();
     run(&format!("{args} --save {base}"), 0);
     let saved = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
-    (base, saved)
+    (base, saved, dir)
 }
 
 #[test]
 fn baselines_keep_their_transports() {
-    let (base, saved) = save(
+    let (base, saved, _dir) = save(
         "baseline",
         "--via chan,pipe -S 64 -N 500 -M 1,2 -R 2 --lock sem",
     );
@@ -461,7 +482,7 @@ fn tasks_run_pinned_and_with_the_global_lock() {
 
 #[test]
 fn task_baselines_and_against() {
-    let (base, saved) = save("tasks", "--via chan,task-mt -N 500 -M 1,2 -R 2 --lock sem");
+    let (base, saved, _dir) = save("tasks", "--via chan,task-mt -N 500 -M 1,2 -R 2 --lock sem");
     assert_eq!(
         saved["params"]["via"],
         serde_json::json!(["chan", "task-mt"])

@@ -121,12 +121,21 @@ impl FromStr for Backend {
                 valid.join(", ")
             )));
         };
+        let mut seen: Vec<&str> = Vec::new();
         for part in parts {
             let Some((key, value)) = part.split_once('=') else {
                 return Err(ParseBackendError(format!(
                     "malformed parameter `{part}` in `{s}` (expected key=value)"
                 )));
             };
+            // The last would silently win: refused, as a backend listed twice is.
+            if seen.contains(&key.trim()) {
+                return Err(ParseBackendError(format!(
+                    "parameter `{}` is given twice in `{s}`",
+                    key.trim()
+                )));
+            }
+            seen.push(key.trim());
             backend
                 .set(key.trim(), value.trim())
                 .map_err(|e| ParseBackendError(format!("in `{s}`: {e}")))?;

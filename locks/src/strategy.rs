@@ -21,8 +21,10 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
     type Params: Params;
     /// The strategy's way of putting a thread to sleep until another signals it.
     type Waiter: Waiter;
-    /// The name [`crate::Backend`] knows this strategy by (`"dyn"` for
-    /// [`DynLock`](crate::DynLock), which is whichever strategy its backend names).
+    /// The strategy's name, for reports and messages. The built-in strategies are known to
+    /// [`crate::Backend`] by theirs (`"spin"`, `"sem"`, `"adaptive"`; `"dyn"` for
+    /// [`DynLock`](crate::DynLock), which is whichever strategy its backend names); a
+    /// strategy of your own is not, whatever its name, since `Backend` lists only those.
     const NAME: &'static str;
 
     /// An unlocked lock with the given parameters.

@@ -45,24 +45,36 @@ Exit status: 0 ok, 2 usage error, 3 a check failed or a thread was stuck.";
 #[command(name = NAME, after_help = EXAMPLES, max_term_width = 100)]
 pub(super) struct Args {
     /// How long to run: rounds start until this is spent, e.g. 500ms, 10s, 10m, 1h
-    #[arg(long = "for", value_name = "DURATION", value_parser = duration, default_value = DEFAULT_FOR)]
+    #[arg(
+        long = "for",
+        value_name = "DURATION",
+        value_parser = duration,
+        default_value = DEFAULT_FOR,
+        allow_hyphen_values = true
+    )]
     pub duration: Duration,
 
     /// Master seed, decimal or 0x hex; round 0 runs with it, later rounds derive theirs
     /// [default: from the clock]
-    #[arg(long, value_name = "N", value_parser = seed)]
+    #[arg(long, value_name = "N", value_parser = seed, allow_negative_numbers = true)]
     pub seed: Option<u64>,
 
     /// Most worker threads in a round; each round draws 2 to this many
-    #[arg(long, value_name = "N", value_parser = threads, default_value_t = DEFAULT_THREADS)]
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = threads,
+        default_value_t = DEFAULT_THREADS,
+        allow_negative_numbers = true
+    )]
     pub threads: usize,
 
     /// Stop once this many values have been sent or offered, over all rounds
-    #[arg(long, value_name = "N", value_parser = positive)]
+    #[arg(long, value_name = "N", value_parser = positive, allow_negative_numbers = true)]
     pub messages: Option<u64>,
 
     /// Stop after this many rounds (`--seed S --rounds 1` replays one round)
-    #[arg(long, value_name = "N", value_parser = positive)]
+    #[arg(long, value_name = "N", value_parser = positive, allow_negative_numbers = true)]
     pub rounds: Option<u64>,
 
     /// Which rounds run some workers as async tasks: some (as each round's seed decides),
@@ -102,6 +114,11 @@ pub(super) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, Er
 fn duration(s: &str) -> Result<Duration, String> {
     let bad = || format!("`{s}` is not a duration such as 500ms, 10s, 10m or 1h");
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err(format!(
+            "`{s}` is negative: give how long to run, such as 500ms, 10s, 10m or 1h"
+        ));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -126,6 +143,11 @@ fn duration(s: &str) -> Result<Duration, String> {
 
 fn seed(s: &str) -> Result<u64, String> {
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err(format!(
+            "`{s}` is negative: a seed is a 64-bit number from 0, decimal or 0x hex"
+        ));
+    }
     let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => t.parse(),
@@ -134,6 +156,9 @@ fn seed(s: &str) -> Result<u64, String> {
 }
 
 fn threads(s: &str) -> Result<usize, String> {
+    if s.trim().starts_with('-') {
+        return Err(format!("`{s}` is negative: give 2 to {MAX_THREADS}"));
+    }
     match s.trim().parse::<usize>() {
         Ok(n) if (2..=MAX_THREADS).contains(&n) => Ok(n),
         Ok(_) => Err(format!(
@@ -144,6 +169,9 @@ fn threads(s: &str) -> Result<usize, String> {
 }
 
 fn positive(s: &str) -> Result<u64, String> {
+    if s.trim().starts_with('-') {
+        return Err(format!("`{s}` is negative: give a count from 1"));
+    }
     match s.trim().parse::<u64>() {
         Ok(0) => Err(format!("`{s}` is out of range (at least 1)")),
         Ok(n) => Ok(n),
@@ -200,7 +228,9 @@ mod tests {
             ("--threads 1", "out of range"),
             ("--threads 65", "out of range"),
             ("--messages 0", "out of range"),
-            ("--rounds -1", "unexpected argument"),
+            ("--rounds -1", "`-1` is negative"),
+            ("--for -1s", "`-1s` is negative"),
+            ("--seed -5", "`-5` is negative"),
             ("--bogus", "unexpected argument"),
             ("--tasks sometimes", "invalid value"),
             ("--hostile-wakers maybe", "invalid value"),

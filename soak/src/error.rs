@@ -48,5 +48,12 @@ pub(crate) fn one_line(message: &str, help: &str) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("invalid arguments");
     let first = first.trim().trim_start_matches("error: ");
-    format!("{first} (try {help})")
+    // A value outside a set: clap lists the set on a line of its own.
+    let values = message
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("[possible values:"))
+        .map(|l| format!(" {l}"))
+        .unwrap_or_default();
+    format!("{first}{values} (try {help})")
 }

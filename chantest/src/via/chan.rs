@@ -24,7 +24,7 @@ use super::record;
 use super::spec::Spec;
 use crate::affinity;
 use crate::error::{usage, Error};
-use crate::measure::{self, Stamp, Usage};
+use crate::measure::{self, Stamp, StartLine, Usage};
 use crate::model::{Sample, TAG};
 use chan::Chan;
 use locks::{Backend, Strategy, Visit};
@@ -215,17 +215,17 @@ pub(super) struct Clocks {
 impl Clocks {
     /// The start of a run: the usage and counts, then the time.
     pub(super) fn start() -> Clocks {
-        Clocks::start_after(|| ())
+        Clocks::start_after(Stamp::now)
     }
 
     /// The start of a run whose receiver cannot receive before `release` (which lets the
-    /// senders go) returns: the usage and counts, then `release`, then the time, so that the
-    /// run is timed from the senders' release.
-    pub(super) fn start_after(release: impl FnOnce()) -> Clocks {
+    /// senders go) returns: the usage and counts, then `release`, which gives the time the
+    /// run started (the first thread past the release reads it, see [`StartLine`]).
+    pub(super) fn start_after(release: impl FnOnce() -> Stamp) -> Clocks {
         let (usage, stats) = (Usage::now(), locks::stats::snapshot());
-        release();
+        let stamp = release();
         Clocks {
-            stamp: Stamp::now(),
+            stamp,
             usage,
             stats,
         }
@@ -309,10 +309,12 @@ pub(super) fn run_on<T: Send + 'static>(
     let _restore = spec.pin.map(affinity::pin_receiver).transpose()?;
 
     let barrier = Arc::new(Barrier::new(m + 1));
+    let line = Arc::new(StartLine::default());
     let mut senders = Vec::with_capacity(m);
     for id in 0..m {
         let tx = tx.clone();
         let barrier = Arc::clone(&barrier);
+        let line = Arc::clone(&line);
         let cpu = spec.pin.map(|cpus| cpus.nth(id + 1));
         let fault = spec.fault;
         let make = make.clone();
@@ -324,6 +326,7 @@ pub(super) fn run_on<T: Send + 'static>(
                     let _ = affinity::pin_current(cpu);
                 }
                 barrier.wait();
+                line.mark();
                 let base = record::tag(id, 0);
                 if fault && id == 0 {
                     send_all(&tx, base, faulty_seqs(id, n), &make);
@@ -347,6 +350,7 @@ pub(super) fn run_on<T: Send + 'static>(
     // The receiver is this thread, which receives nothing before it is past the barrier.
     let start = Clocks::start_after(|| {
         barrier.wait();
+        line.mark()
     });
     for received in 0..total {
         let Some(v) = rx.recv() else {

@@ -55,7 +55,9 @@ impl Peer {
     ) -> Result<Peer, Error> {
         let exe = std::env::current_exe()
             .map_err(|e| usage!("--via {via}: cannot find chantest's own executable: {e}"))?;
-        let mut child = Command::new(exe)
+        // The peer dies with us (SIGKILL included): it is started by the thread that runs the
+        // transport, which waits for it before it ends.
+        let mut child = crate::reaper::die_with_parent(&mut Command::new(exe))
             .arg(FLAG)
             .arg(via)
             .args(args)

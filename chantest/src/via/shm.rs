@@ -53,8 +53,10 @@ pub(crate) fn run(spec: &Spec<'_>) -> Result<Sample, Error> {
     let total = spec.senders as u64 * spec.per_sender;
     let mut tracker = record::Tracker::new(spec.senders);
     let usage0 = Usage::now();
-    ring.start();
+    // Read before the peer is released: after, this thread may be descheduled while the peer
+    // fills the ring, and the clock would miss that work.
     let start = Stamp::now();
+    ring.start();
     for received in 0..total {
         let tag = ring.recv(&mut || peer.alive(received, total), record::read)??;
         tracker.accept(tag)?;

@@ -24,7 +24,7 @@ use super::record;
 use super::spec::Spec;
 use crate::affinity;
 use crate::error::{usage, Error};
-use crate::measure::{sample, Stamp, Usage};
+use crate::measure::{sample, Stamp, StartLine, Usage};
 use crate::model::Sample;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -117,10 +117,12 @@ pub(super) fn run(kind: Kind, spec: &Spec<'_>) -> Result<Sample, Error> {
     };
 
     let barrier = Arc::new(Barrier::new(m + 1));
+    let line = Arc::new(StartLine::default());
     let mut senders = Vec::with_capacity(m);
     for id in 0..m {
         let writer = Arc::clone(&writer);
         let barrier = Arc::clone(&barrier);
+        let line = Arc::clone(&line);
         let cpu = spec.pin.map(|cpus| cpus.nth(id + 1));
         let fault = spec.fault;
         let spawned = thread::Builder::new()
@@ -132,6 +134,7 @@ pub(super) fn run(kind: Kind, spec: &Spec<'_>) -> Result<Sample, Error> {
                 }
                 let mut buf = vec![0u8; size];
                 barrier.wait();
+                line.mark();
                 for i in 0..n {
                     record::write(&mut buf, record::tag(id, record::seq(fault, id, i)));
                     // Fails only once the receiver has gone (it found a fault): stop quietly.
@@ -157,7 +160,7 @@ pub(super) fn run(kind: Kind, spec: &Spec<'_>) -> Result<Sample, Error> {
     let mut received = 0u64;
     let usage0 = Usage::now();
     barrier.wait();
-    let start = Stamp::now();
+    let start = line.mark();
     while received < total {
         let got = read(&mut reader, &mut buf[filled..], kind, received, total)?;
         if got == 0 {
