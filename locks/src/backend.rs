@@ -62,7 +62,10 @@ impl Backend {
     ) -> Result<Backend, ParseBackendError> {
         match var {
             Ok(name) if name.trim().is_empty() => Ok(default),
-            Ok(name) => name.parse(),
+            // Named, so that a user who set it long ago knows where the bad name comes from.
+            Ok(name) => name
+                .parse()
+                .map_err(|e| ParseBackendError(format!("{}={name}: {e}", Self::ENV))),
             Err(std::env::VarError::NotPresent) => Ok(default),
             Err(std::env::VarError::NotUnicode(_)) => Err(ParseBackendError(format!(
                 "{} is not valid UTF-8",
@@ -306,7 +309,10 @@ mod tests {
             Backend::from_var(Ok("spin".into()), sem),
             Ok(Backend::Spin(Default::default()))
         );
-        assert!(Backend::from_var(Ok("mcs".into()), sem).is_err());
+        let bad = Backend::from_var(Ok("mcs".into()), sem)
+            .unwrap_err()
+            .to_string();
+        assert!(bad.starts_with("LOCKS_BACKEND=mcs: "), "{bad}");
     }
 
     #[test]
