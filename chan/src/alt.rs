@@ -592,7 +592,7 @@ impl<'a, L: Strategy> Alt<'a, L> {
         }
         finish_arms(arms);
         let mut caught = Caught::none();
-        caught.keep_err(w.map_or(Ok(()), Wake::signal));
+        caught.wake(w);
         release_arms(arms, &mut caught);
         caught.finish();
     }
@@ -691,7 +691,7 @@ fn run<'a, L: Strategy, A: ArmPtr<'a, L>>(
 fn complete_ready<L: Strategy>(arm: &mut (dyn Arm<L> + '_), w: Option<Wake<L::Waiter>>) {
     arm.finish();
     let mut caught = Caught::none();
-    caught.keep_err(w.map_or(Ok(()), Wake::signal));
+    caught.wake(w);
     caught.run(|| arm.release());
     caught.finish();
 }

@@ -41,14 +41,6 @@ impl Caught {
         }
     }
 
-    /// [`keep`](Self::keep) of an outcome's panic, if it had one.
-    #[inline]
-    pub(crate) fn keep_err(&mut self, r: Result<(), Payload>) {
-        if let Err(p) = r {
-            self.keep(p);
-        }
-    }
-
     /// Keeps `other`'s panic, as [`keep`](Self::keep) does.
     #[inline]
     pub(crate) fn merge(&mut self, other: Caught) {

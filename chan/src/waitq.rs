@@ -392,6 +392,16 @@ impl<W: locks::Waiter> Wake<W> {
     }
 }
 
+impl unwind::Caught {
+    /// Signals `w`'s owner, if any, keeping a panic of its waker (see [`Wake::signal`]).
+    #[inline]
+    pub(crate) fn wake<W: locks::Waiter>(&mut self, w: Option<Wake<W>>) {
+        if let Some(Err(p)) = w.map(Wake::signal) {
+            self.keep(p);
+        }
+    }
+}
+
 /// One operation of a blocked thread, linked into one channel's queue.
 ///
 /// Every field but `slot`'s contents is touched only under that channel's lock.

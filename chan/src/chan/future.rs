@@ -239,7 +239,7 @@ impl<T, W: Waiter> Op<T, W> {
         let (v, waker) = self.finish();
         let mut caught = Caught::none();
         match back {
-            Ok(w) => caught.keep_err(w.map_or(Ok(()), Wake::signal)),
+            Ok(w) => caught.wake(w),
             Err(refused) => caught.run(|| drop(refused)),
         }
         caught.run(|| drop(v));
@@ -296,7 +296,7 @@ impl<T, W: Waiter> Op<T, W> {
                 // Completed: the clone is not needed. Its drop and the partner's wake-up are
                 // user code, both run.
                 let mut caught = Caught::none();
-                caught.keep_err(w.map_or(Ok(()), Wake::signal));
+                caught.wake(w);
                 caught.run(|| drop(waker));
                 caught.finish();
                 done

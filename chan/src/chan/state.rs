@@ -663,7 +663,7 @@ impl<T, L: Strategy> Shared<T, L> {
         unused: std::task::Waker,
     ) -> T {
         let mut caught = Caught::none();
-        caught.keep_err(w.map_or(Ok(()), Wake::signal));
+        caught.wake(w);
         caught.run(|| drop(unused));
         match caught.into_payload() {
             None => v,
@@ -692,7 +692,7 @@ impl<T, L: Strategy> Shared<T, L> {
     pub(crate) fn put_back(&self, v: T, caught: &mut Caught) {
         let back = self.lock().give_back(v);
         match back {
-            Ok(w) => caught.keep_err(w.map_or(Ok(()), Wake::signal)),
+            Ok(w) => caught.wake(w),
             Err(v) => caught.run(|| drop(v)),
         }
     }
@@ -705,7 +705,7 @@ impl<T, L: Strategy> Shared<T, L> {
         let mut caught = Caught::none();
         while let Some(claimed) = st.close_one() {
             drop(st);
-            caught.keep_err(claimed.signal());
+            caught.wake(Some(claimed));
             st = self.lock();
         }
         caught
