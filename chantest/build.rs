@@ -42,14 +42,15 @@ fn main() {
     let id = match git(&["rev-parse", "--short", "HEAD"]) {
         Some(commit) if !commit.is_empty() => {
             // Rebuild the name when HEAD moves or a branch is committed to.
-            for p in ["HEAD", "packed-refs"] {
+            // Only files that exist: cargo reruns a build script whose watched file is
+            // missing every time, which rebuilt chantest on every cargo command in a
+            // checkout without packed-refs.
+            let head = git(&["symbolic-ref", "-q", "HEAD"]);
+            for p in ["HEAD", "packed-refs"].into_iter().chain(head.as_deref()) {
                 if let Some(path) = git(&["rev-parse", "--git-path", p]) {
-                    println!("cargo:rerun-if-changed={path}");
-                }
-            }
-            if let Some(head) = git(&["symbolic-ref", "-q", "HEAD"]) {
-                if let Some(path) = git(&["rev-parse", "--git-path", &head]) {
-                    println!("cargo:rerun-if-changed={path}");
+                    if Path::new(&path).exists() {
+                        println!("cargo:rerun-if-changed={path}");
+                    }
                 }
             }
             let dirty = git(&["status", "--porcelain", "--untracked-files=no", "--", ".."])
