@@ -39,14 +39,20 @@ pub(super) struct Book {
     reentrant_drops: AtomicU64,
     /// Set while the main thread destroys the round's channels (every other thread is done).
     tearing_down: AtomicBool,
-    /// Closes made so far, to run one in four from a drop on an unwinding thread.
+    /// Closes made so far, to run one in four from a drop on an unwinding thread. It starts
+    /// where the round's seed says, so that rounds with fewer than four closes get theirs too.
     closes: AtomicU64,
 }
 
 impl Book {
-    /// A fresh book, over `ledger` (reset here: no value of an earlier round may be alive but
-    /// those leaked for good).
-    pub(super) fn new(ledger: Arc<Ledger>, settings: Settings, give_backs_possible: bool) -> Self {
+    /// A fresh book for the round of `seed`, over `ledger` (reset here: no value of an earlier
+    /// round may be alive but those leaked for good).
+    pub(super) fn new(
+        seed: u64,
+        ledger: Arc<Ledger>,
+        settings: Settings,
+        give_backs_possible: bool,
+    ) -> Self {
         ledger.reset();
         Book {
             ledger,
@@ -60,7 +66,7 @@ impl Book {
             panicking_drops: AtomicU64::new(0),
             reentrant_drops: AtomicU64::new(0),
             tearing_down: AtomicBool::new(false),
-            closes: AtomicU64::new(0),
+            closes: AtomicU64::new(seed % 4),
         }
     }
 

@@ -90,6 +90,7 @@ fn run_with<S: Strategy>(
     lent: &Lent,
 ) -> Result<Outcome, Error> {
     let book = Arc::new(Book::new(
+        plan.seed,
         Arc::clone(&lent.ledger),
         lent.settings,
         plan.tasks.is_some(),

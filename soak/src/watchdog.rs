@@ -568,6 +568,7 @@ mod tests {
     #[test]
     fn a_task_says_so() {
         let book = Arc::new(Book::new(
+            0,
             Arc::new(Ledger::new()),
             Settings::default(),
             false,
