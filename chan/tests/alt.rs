@@ -1,8 +1,8 @@
 //! `alt`: fairness, bias, non-blocking and timed forms, mixed types, losing send arms.
 //!
-//! The `miri` tests (`miri::spin::close_wakes_blocked_alts`, ...) are small enough for Miri,
-//! with larger counts natively: a close waking blocked alts, alts over several channels and
-//! with several arms on one channel. `.ci/miri` runs them as it runs `semantics.rs`'s.
+//! The tests in `mod miri` (`miri::alt::spin::close_wakes_blocked_alts`, ...) are Miri's too,
+//! sized by `count(native, miri, min)`: a close waking blocked alts, alts over several channels
+//! and with several arms on one channel. `.ci/miri` runs them as it runs `semantics.rs`'s.
 #![cfg(not(loom))]
 
 use chan::{Alt, Chan, Fired, TryRecvError};
@@ -22,13 +22,16 @@ per_backend! {
     alts_against_alts_exactly_once,
 }
 
-// Small enough for Miri, with larger counts natively: `.ci/miri` runs every test here whose name
-// has `miri` in it (`cargo +nightly miri test -p plan9-chan --test alt -- miri`).
-per_backend! {
-    miri:
-    close_wakes_blocked_alts,
-    alt_over_several_channels,
-    alt_duplicate_arms_on_one_channel,
+/// What Miri runs too (`.ci/miri` picks `miri::`), small enough for it under `cfg(miri)`.
+mod miri {
+    use super::*;
+
+    per_backend! {
+        alt:
+        close_wakes_blocked_alts,
+        alt_over_several_channels,
+        alt_duplicate_arms_on_one_channel,
+    }
 }
 
 fn fair_among_ready<S: Strategy>(p: S::Params) {
@@ -342,8 +345,10 @@ fn alt_macro_arms_results_and_tails() {
     t.join().unwrap().unwrap();
 }
 
+/// Alts blocked on a channel, unbuffered and buffered, woken by its close: a receiving alt
+/// reports the closed arm, a sending alt keeps its value.
 fn close_wakes_blocked_alts<S: Strategy>(p: S::Params) {
-    for nbuf in [0, 1] {
+    for nbuf in [0, 1, 2] {
         // A receiving alt over an open and a closing channel.
         let (open, closing) = (
             Chan::<u32, S>::with_params(nbuf, p),

@@ -1,12 +1,14 @@
 //! Channel semantics, checked with flags and joins, never with sleeps or timing.
 //!
-//! The `miri` tests (`miri::spin::rendezvous`, ..., `miri_global_lock_channels`) are small
-//! enough for Miri, which checks every memory access for undefined behaviour and data races and
-//! explores weak-memory outcomes; natively they run with counts a few hundred times larger
-//! (`CHAN_TEST_SCALE` scales them): rendezvous, buffers, close waking blocked senders and
-//! receivers, `send_timeout` and `recv_timeout` racing a partner, `nbsend`/`nbrecv`, drop
-//! counting, the global lock. `cargo +nightly miri test -p plan9-chan --test semantics -- miri`
-//! interprets them; `.ci/miri` runs them over several seeds, under Stacked and Tree Borrows.
+//! The tests in `mod miri` (`miri::semantics::spin::rendezvous`, ...,
+//! `miri::global_lock_channels`) are also Miri's, which checks every memory access for
+//! undefined behaviour and data races and explores weak-memory outcomes. Each body is written
+//! once and sized by `count(native, miri, min)`: natively its counts are a few hundred times
+//! larger (`CHAN_TEST_SCALE` scales them). They cover rendezvous, buffers, close waking blocked
+//! senders and receivers, `send_timeout` and `recv_timeout` racing a partner,
+//! `nbsend`/`nbrecv`, drop counting and the global lock.
+//! `cargo +nightly miri test -p plan9-chan --test semantics -- miri::` interprets them;
+//! `.ci/miri` runs them over several seeds, under Stacked and Tree Borrows.
 #![cfg(not(loom))]
 
 use chan::{
@@ -23,28 +25,44 @@ use testkit::{count, per_backend, Tracked};
 per_backend! {
     semantics:
     rendezvous_send_waits_for_a_receiver,
-    rendezvous_nonblocking,
     buffered_basics,
     close_semantics,
-    close_wakes_blocked_parties,
     timeouts,
-    drops_exactly_once,
     panicking_holder_does_not_wedge,
     iterators,
 }
 
-// Small enough for Miri, with larger counts natively: `.ci/miri` runs every test here whose name
-// has `miri` in it (`cargo +nightly miri test -p plan9-chan --test semantics -- miri`).
-per_backend! {
-    miri:
-    rendezvous,
-    buffered_fifo,
-    close_wakes_blocked_receivers,
-    close_wakes_blocked_senders,
-    send_timeout_races_a_partner,
-    recv_timeout_races_a_partner,
-    nonblocking,
-    every_value_dropped_exactly_once,
+/// What Miri runs too (`.ci/miri` picks `miri::`), small enough for it under `cfg(miri)`.
+mod miri {
+    use super::*;
+
+    per_backend! {
+        semantics:
+        rendezvous,
+        buffered_fifo,
+        close_wakes_blocked_receivers,
+        close_wakes_blocked_senders,
+        send_timeout_races_a_partner,
+        recv_timeout_races_a_partner,
+        nonblocking,
+        every_value_dropped_exactly_once,
+    }
+
+    /// Plan 9's arrangement: two channels sharing one lock, both busy at once.
+    #[test]
+    fn global_lock_channels() {
+        let n = count(300, 3, 1) as u64;
+        let a = Chan::<u64, locks::SemLock>::with_global_lock(1, locks::NoParams);
+        let b = Chan::<u64, locks::SemLock>::with_global_lock(0, locks::NoParams);
+        let senders: Vec<_> = [a.clone(), b.clone()]
+            .into_iter()
+            .map(|c| thread::spawn(move || (0..n).for_each(|i| c.send(i).unwrap())))
+            .collect();
+        for c in [&a, &b] {
+            assert!((0..n).eq((0..n).map(|_| c.recv().unwrap())));
+        }
+        senders.into_iter().for_each(|t| t.join().unwrap());
+    }
 }
 
 fn rendezvous_send_waits_for_a_receiver<S: Strategy>(p: S::Params) {
@@ -69,42 +87,6 @@ fn rendezvous_send_waits_for_a_receiver<S: Strategy>(p: S::Params) {
         assert_eq!(c.recv(), Ok(round));
         sender.join().unwrap();
     }
-}
-
-fn rendezvous_nonblocking<S: Strategy>(p: S::Params) {
-    let c = Chan::<u32, S>::with_params(0, p);
-    assert_eq!(c.nbsend(1), Err(TrySendError::Full(1)), "no receiver waits");
-    assert_eq!(c.nbrecv(), Err(TryRecvError::Empty), "no sender waits");
-    assert!(c.is_full() && c.is_empty() && c.capacity() == 0);
-    // nbrecv succeeds once a sender is blocked in send.
-    let sender = {
-        let c = c.clone();
-        thread::spawn(move || c.send(7))
-    };
-    let got = loop {
-        match c.nbrecv() {
-            Ok(v) => break v,
-            Err(TryRecvError::Empty) => thread::yield_now(),
-            Err(e) => panic!("{e}"),
-        }
-    };
-    assert_eq!(got, 7);
-    assert_eq!(sender.join().unwrap(), Ok(()));
-    // nbsend succeeds once a receiver is blocked in recv.
-    let receiver = {
-        let c = c.clone();
-        thread::spawn(move || c.recv())
-    };
-    let mut v = 9;
-    loop {
-        match c.nbsend(v) {
-            Ok(()) => break,
-            Err(TrySendError::Full(back)) => v = back,
-            Err(e) => panic!("{e}"),
-        }
-        thread::yield_now();
-    }
-    assert_eq!(receiver.join().unwrap(), Ok(9));
 }
 
 fn buffered_basics<S: Strategy>(p: S::Params) {
@@ -160,62 +142,6 @@ fn close_semantics<S: Strategy>(p: S::Params) {
     );
 }
 
-fn close_wakes_blocked_parties<S: Strategy>(p: S::Params) {
-    for nbuf in [0, 2] {
-        // Receivers blocked on an empty channel.
-        let c = Chan::<u32, S>::with_params(nbuf, p);
-        let receivers: Vec<_> = (0..3)
-            .map(|_| {
-                let c = c.clone();
-                thread::spawn(move || c.recv())
-            })
-            .collect();
-        c.close();
-        for r in receivers {
-            assert_eq!(r.join().unwrap(), Err(chan::RecvError));
-        }
-
-        // Senders blocked on a full channel get their own values back.
-        let c = Chan::<u32, S>::with_params(nbuf, p);
-        (0..nbuf as u32).for_each(|i| c.send(i).unwrap());
-        let senders: Vec<_> = (100..103)
-            .map(|v| {
-                let c = c.clone();
-                thread::spawn(move || (v, c.send(v)))
-            })
-            .collect();
-        c.close();
-        for s in senders {
-            let (v, r) = s.join().unwrap();
-            assert_eq!(r, Err(SendError(v)));
-        }
-        // What was buffered before the close is still there.
-        assert_eq!(
-            c.iter().collect::<Vec<_>>(),
-            (0..nbuf as u32).collect::<Vec<_>>()
-        );
-
-        // An alt blocked on the channel reports the closed arm.
-        let c = Chan::<u32, S>::with_params(nbuf, p);
-        let other = Chan::<u32, S>::with_params(nbuf, p);
-        let alt = {
-            let (c, other) = (c.clone(), other.clone());
-            thread::spawn(move || {
-                let (mut a, mut b) = (None, None);
-                let mut alt = chan::Alt::new();
-                alt.recv(&other, &mut a);
-                let i = alt.recv(&c, &mut b);
-                let f = alt.wait();
-                drop(alt);
-                (f, i, a, b)
-            })
-        };
-        c.close();
-        let (f, i, a, b) = alt.join().unwrap();
-        assert_eq!((f.index, f.closed, a, b), (i, true, None, None));
-    }
-}
-
 fn timeouts<S: Strategy>(p: S::Params) {
     let c = Chan::<u32, S>::with_params(1, p);
     assert_eq!(
@@ -239,45 +165,6 @@ fn timeouts<S: Strategy>(p: S::Params) {
         Err(TrySendError::Full(5)),
         "timed-out receiver was unlinked"
     );
-}
-
-fn drops_exactly_once<S: Strategy>(p: S::Params) {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let made;
-    {
-        let c = Chan::<Tracked, S>::with_params(8, p);
-        let c2 = c.clone();
-        for i in 0..5 {
-            c.send(Tracked::new(i, &drops)).unwrap();
-        }
-        drop(c.recv().unwrap()); // 1 drop
-        c.close();
-        // Values handed back in errors are dropped by whoever gets them, once.
-        let back = c.send(Tracked::new(99, &drops)).unwrap_err().into_inner();
-        assert_eq!(back.id, 99);
-        drop(back); // 2 drops
-        let back = c2
-            .nbsend(Tracked::new(98, &drops))
-            .unwrap_err()
-            .into_inner();
-        drop(back); // 3 drops
-        made = 7;
-        assert_eq!(drops.load(SeqCst), 3);
-        // Four values still buffered: dropped with the last handle.
-    }
-    assert_eq!(drops.load(SeqCst), made, "every value dropped exactly once");
-
-    // Rendezvous: a blocked sender's value comes back on close and is dropped once.
-    let drops = Arc::new(AtomicUsize::new(0));
-    let c = Chan::<Tracked, S>::with_params(0, p);
-    let s = {
-        let (c, d) = (c.clone(), drops.clone());
-        thread::spawn(move || c.send(Tracked::new(1, &d)).map_err(|e| e.into_inner().id))
-    };
-    c.close();
-    assert_eq!(s.join().unwrap(), Err(1));
-    drop(c);
-    assert_eq!(drops.load(SeqCst), 1);
 }
 
 fn panicking_holder_does_not_wedge<S: Strategy>(p: S::Params) {
@@ -374,10 +261,11 @@ fn buffered_fifo<S: Strategy>(p: S::Params) {
     assert_eq!(c.recv(), Err(RecvError));
 }
 
+/// Receivers blocked on an empty channel, unbuffered and buffered, all woken by a close.
 fn close_wakes_blocked_receivers<S: Strategy>(p: S::Params) {
-    for nbuf in [0, 1] {
+    for nbuf in [0, 1, 2] {
         let c = Chan::<u32, S>::with_params(nbuf, p);
-        let receivers: Vec<_> = (0..2)
+        let receivers: Vec<_> = (0..testkit::pick(3, 2))
             .map(|_| {
                 let c = c.clone();
                 thread::spawn(move || c.recv())
@@ -392,11 +280,12 @@ fn close_wakes_blocked_receivers<S: Strategy>(p: S::Params) {
     }
 }
 
+/// Senders blocked on a full channel, woken by a close, each with its own value back.
 fn close_wakes_blocked_senders<S: Strategy>(p: S::Params) {
-    for nbuf in [0, 1] {
+    for nbuf in [0, 1, 2] {
         let c = Chan::<u32, S>::with_params(nbuf, p);
         (0..nbuf as u32).for_each(|i| c.send(i).unwrap());
-        let senders: Vec<_> = (100..102)
+        let senders: Vec<_> = (100..100 + testkit::pick(3, 2))
             .map(|v| {
                 let c = c.clone();
                 thread::spawn(move || (v, c.send(v)))
@@ -531,7 +420,8 @@ fn recv_timeout_races_a_partner<S: Strategy>(p: S::Params) {
     }
 }
 
-/// `nbsend` and `nbrecv`: on a buffer, on a rendezvous with a blocked partner, once closed.
+/// `nbsend` and `nbrecv`: on a buffer, on a rendezvous alone and with a blocked partner, once
+/// closed.
 fn nonblocking<S: Strategy>(p: S::Params) {
     let c = Chan::<u32, S>::with_params(2, p);
     assert_eq!(c.nbrecv(), Err(TryRecvError::Empty));
@@ -544,6 +434,9 @@ fn nonblocking<S: Strategy>(p: S::Params) {
     );
 
     let r = Chan::<u32, S>::with_params(0, p);
+    assert_eq!(r.nbsend(1), Err(TrySendError::Full(1)), "no receiver waits");
+    assert_eq!(r.nbrecv(), Err(TryRecvError::Empty), "no sender waits");
+    assert!(r.is_full() && r.is_empty() && r.capacity() == 0);
     for round in 0..count(100, 2, 1) as u32 {
         // A receiver blocks; polling nbsend gets through once it waits.
         let rx = r.clone();
@@ -580,8 +473,8 @@ fn nonblocking<S: Strategy>(p: S::Params) {
     assert_eq!(r.nbrecv(), Err(TryRecvError::Closed));
 }
 
-/// Every value dropped exactly once: received ones, ones handed back in errors, ones a losing
-/// alt arm keeps, and ones left buffered when the last handle goes.
+/// Every value dropped exactly once: received ones, ones handed back in errors (through any
+/// handle), ones a losing alt arm keeps, and ones left buffered when the last handle goes.
 fn every_value_dropped_exactly_once<S: Strategy>(p: S::Params) {
     let n = count(500, 3, 1) as u64;
     let drops = Arc::new(AtomicUsize::new(0));
@@ -613,7 +506,10 @@ fn every_value_dropped_exactly_once<S: Strategy>(p: S::Params) {
         assert_eq!(back.unwrap_err().into_inner().id, 3);
         f.close();
         assert_eq!(f.send(Tracked::new(4, &drops)).unwrap_err().0.id, 4);
-        made += 4;
+        let back = f.clone().nbsend(Tracked::new(40, &drops)).unwrap_err();
+        assert!(back.is_closed());
+        assert_eq!(back.into_inner().id, 40);
+        made += 5;
         assert_eq!(drops.load(SeqCst), made - 2, "one left in c, one in f");
 
         // A rendezvous sender blocked at close gets its value back.
@@ -652,20 +548,4 @@ fn every_value_dropped_exactly_once<S: Strategy>(p: S::Params) {
         // c, f, a and b go here, with three values buffered.
     }
     assert_eq!(drops.load(SeqCst), made, "every value dropped exactly once");
-}
-
-/// Plan 9's arrangement: two channels sharing one lock, both busy at once.
-#[test]
-fn miri_global_lock_channels() {
-    let n = count(300, 3, 1) as u64;
-    let a = Chan::<u64, locks::SemLock>::with_global_lock(1, locks::NoParams);
-    let b = Chan::<u64, locks::SemLock>::with_global_lock(0, locks::NoParams);
-    let senders: Vec<_> = [a.clone(), b.clone()]
-        .into_iter()
-        .map(|c| thread::spawn(move || (0..n).for_each(|i| c.send(i).unwrap())))
-        .collect();
-    for c in [&a, &b] {
-        assert!((0..n).eq((0..n).map(|_| c.recv().unwrap())));
-    }
-    senders.into_iter().for_each(|t| t.join().unwrap());
 }

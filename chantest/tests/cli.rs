@@ -6,12 +6,10 @@
 
 mod common;
 
-use common::Scratch;
+use common::{run, run_args, script, stderr, stdout, Scratch, BIN};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_chantest");
+use std::process::Command;
 
 /// Flags that keep a run short.
 const TINY: &str = "-N 300 -R 2";
@@ -22,30 +20,6 @@ const TINY: &str = "-N 300 -R 2";
 /// other on a loaded machine. With `-N 300` the two met: under three copies of this suite at
 /// once a thousandfold change came out "ok" (interval [0.010, 1.036]) or needed a third look.
 const HELD: &str = "-N 3000 -R 5 -M 1";
-
-/// Runs chantest with `args` (split at whitespace) and asserts its exit status.
-fn run(args: &str, status: i32) -> Output {
-    run_args(&args.split_whitespace().collect::<Vec<_>>(), status)
-}
-
-fn run_args(args: &[&str], status: i32) -> Output {
-    let o = Command::new(BIN).args(args).output().expect("run chantest");
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(
-        o.status.code(),
-        Some(status),
-        "chantest {args:?}\nstderr: {err}"
-    );
-    o
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
-}
 
 /// A fresh scratch directory for one test, whose path has no spaces (see [`run`]), removed
 /// when the returned guard drops.
@@ -420,15 +394,6 @@ fn compare_reports_b_against_a() {
     );
     assert_eq!(v["changes"][0]["reps"], 2);
     assert!(v["changes"][0]["more_reps"].as_u64().unwrap() >= 2);
-}
-
-/// Writes an executable bash script into `dir` and returns its path.
-fn script(dir: &Path, name: &str, body: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.display().to_string()
 }
 
 #[test]

@@ -4,23 +4,13 @@
 
 mod common;
 
-use common::Scratch;
+use common::{have_valgrind, script, Scratch, BIN};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_chantest");
-
 /// Long enough for anything here to happen on a loaded machine.
 const PATIENCE: Duration = Duration::from_secs(60);
-
-fn script(dir: &Path, name: &str, body: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.display().to_string()
-}
 
 /// chantest with `args`, its scratch (`$TMPDIR`) in `tmp`, stdout and stderr captured.
 fn start(args: &str, tmp: &Path) -> Child {
@@ -127,17 +117,6 @@ fn assert_gone(pid: u32, what: &str) {
     until(&format!("{what} (pid {pid}) gone"), || {
         gone(pid).then_some(())
     });
-}
-
-fn have_valgrind() -> bool {
-    let ok = Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("valgrind not installed: skipped");
-    }
-    ok
 }
 
 /// Exit 2 with one error line, last (a long run's progress lines may come first).

@@ -4,64 +4,15 @@
 
 mod common;
 
-use common::Scratch;
+use common::{chantest, have_valgrind, run, script, stderr, stdout, Scratch, BIN};
 use serde_json::Value;
-use std::path::Path;
 use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_chantest");
 
 /// Small enough for a debug build under callgrind: a second or two per process.
 const SMALL: &str = "--metric instructions -N 2000 -O 10 -M 1 --lock adaptive";
 
-fn chantest(args: &str) -> Output {
-    Command::new(BIN)
-        .args(args.split_whitespace())
-        .output()
-        .expect("run chantest")
-}
-
-fn run(args: &str, status: i32) -> Output {
-    let o = chantest(args);
-    assert_eq!(
-        o.status.code(),
-        Some(status),
-        "chantest {args}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("utf-8")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).expect("utf-8")
-}
-
 fn scratch(name: &str) -> Scratch {
     Scratch::new(&format!("ir-{name}"))
-}
-
-fn have_valgrind() -> bool {
-    let ok = Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("valgrind not installed: skipped");
-    }
-    ok
-}
-
-fn script(dir: &Path, name: &str, body: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.display().to_string()
 }
 
 fn one_line_usage_error(o: &Output, want: &str) {

@@ -3,42 +3,14 @@
 //! `--baseline`, `--ref`) on peer lanes. Tiny runs, as in `cli.rs`.
 #![cfg(feature = "peers")]
 
-use serde_json::Value;
-use std::process::{Command, Output};
+mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_chantest");
+use common::{run, run_env, stderr, stdout, BIN};
+use serde_json::Value;
+use std::process::Command;
 
 /// The test hook that breaks every peer's sending end (it drops each sender's third value).
 const BROKEN: (&str, &str) = ("CHANTEST_BROKEN_PEER", "1");
-
-/// Runs chantest with `args` (split at whitespace) and `env`, and asserts its exit status.
-fn run_env(args: &str, env: &[(&str, &str)], status: i32) -> Output {
-    let o = Command::new(BIN)
-        .args(args.split_whitespace())
-        .envs(env.iter().copied())
-        .output()
-        .expect("run chantest");
-    assert_eq!(
-        o.status.code(),
-        Some(status),
-        "chantest {args} {env:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
-
-fn run(args: &str, status: i32) -> Output {
-    run_env(args, &[], status)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
-}
 
 /// How many table rows name `via` in the via column.
 fn rows(table: &str, via: &str) -> usize {

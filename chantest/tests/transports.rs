@@ -8,13 +8,11 @@
 
 mod common;
 
-use common::Scratch;
+use common::{Scratch, BIN};
 use serde_json::Value;
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_chantest");
 
 /// How long any one run may take before the test calls it hung.
 const DEADLINE: Duration = Duration::from_secs(60);

@@ -1,11 +1,13 @@
 //! Mutual exclusion and API semantics of every backend, oversubscribed on purpose.
 //!
-//! The `miri` tests (`miri::spin::exclusion`, ..., `miri_semlock_unlock_fair_hands_over`) are
-//! small enough for Miri, with larger counts natively (`CHAN_TEST_SCALE` scales them).
-//! `cargo +nightly miri test -p plan9-locks --test mutex -- miri` interprets them: a lock that
-//! fails to make its unlock *happen before* the next acquisition shows up as a data race on the
-//! plain counters they bump, a waiter touched after it was freed as a use-after-free.
-//! `.ci/miri` runs them over several seeds under Stacked and Tree Borrows.
+//! The tests in `mod miri` (`miri::mutex::spin::exclusion`, ...,
+//! `miri::semlock_unlock_fair`) are Miri's too, each body written once and sized by
+//! `count(native, miri, min)` and `pick(native, miri)`: natively their counts are larger
+//! (`CHAN_TEST_SCALE` scales them). `cargo +nightly miri test -p plan9-locks --test mutex --
+//! miri::` interprets them: a lock that fails to make its unlock *happen before* the next
+//! acquisition shows up as a data race on the plain counters they bump, a waiter touched after
+//! it was freed as a use-after-free. `.ci/miri` runs them over several seeds under Stacked and
+//! Tree Borrows.
 #![cfg(not(loom))]
 
 use locks::lock_api::{MutexGuard, RawMutex};
@@ -17,22 +19,39 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use testkit::{count, per_backend};
+use testkit::{count, per_backend, pick};
 
 per_backend! {
     mutex:
     mutual_exclusion_oversubscribed,
-    lock_held_across_threads_blocks_try_lock,
-    waiters,
 }
 
-// Small enough for Miri, with larger counts natively: `.ci/miri` runs every test here whose name
-// has `miri` in it (`cargo +nightly miri test -p plan9-locks --test mutex -- miri`).
-per_backend! {
-    miri:
-    exclusion,
-    try_lock_across_threads,
-    waiters_freed_on_return,
+/// What Miri runs too (`.ci/miri` picks `miri::`), small enough for it under `cfg(miri)`.
+mod miri {
+    use super::*;
+
+    per_backend! {
+        mutex:
+        exclusion,
+        try_lock_across_threads,
+        waiters,
+    }
+
+    #[test]
+    fn semaphore_timeouts_conserve_permits() {
+        super::semaphore_timeouts_conserve_permits();
+    }
+
+    #[test]
+    fn timed_locking_gives_up_and_still_excludes() {
+        timed::<SpinYield>();
+        timed::<Adaptive>();
+    }
+
+    #[test]
+    fn semlock_unlock_fair() {
+        super::semlock_unlock_fair();
+    }
 }
 
 /// A counter that is not atomic: only the lock keeps the read-modify-write whole.
@@ -161,29 +180,15 @@ fn try_lock_is_locked_and_guards() {
     guard_semantics::<locks::DynLock>();
 }
 
-fn lock_held_across_threads_blocks_try_lock<S: Strategy>(p: S::Params) {
-    let b = testkit::backend::<S>(p);
-    let m = Arc::new(b.mutex(()));
-    let g = m.lock();
-    let m2 = m.clone();
-    assert!(thread::spawn(move || m2.try_lock().is_none())
-        .join()
-        .unwrap());
-    drop(g);
-    let m2 = m.clone();
-    assert!(thread::spawn(move || m2.try_lock().is_some())
-        .join()
-        .unwrap());
-}
-
-#[test]
+/// `unlock_fair` hands the lock over, and the count still adds up.
 fn semlock_unlock_fair() {
+    let (threads, per) = (pick(4, 3), count(2000, 5, 1) as u32);
     let m = Arc::new(Mutex::<SemLock, u32>::new(0));
-    let handles: Vec<_> = (0..4)
+    let handles: Vec<_> = (0..threads)
         .map(|_| {
             let m = m.clone();
             thread::spawn(move || {
-                for _ in 0..2000 {
+                for _ in 0..per {
                     let mut g = m.lock();
                     *g += 1;
                     MutexGuard::unlock_fair(g);
@@ -192,7 +197,7 @@ fn semlock_unlock_fair() {
         })
         .collect();
     handles.into_iter().for_each(|h| h.join().unwrap());
-    assert_eq!(*m.lock(), 8000);
+    assert_eq!(*m.lock(), threads * per);
 }
 
 #[test]
@@ -262,55 +267,10 @@ fn semaphore_many_producers_many_consumers() {
     assert_eq!(s.permits(), 0);
 }
 
-fn waiters<S: Strategy>(params: S::Params) {
-    let lock = S::with_params(params);
-    // Both kinds: a waiter further back, and one first in line (which may spin first).
-    waiters_made_by(&lock, S::waiter);
-    waiters_made_by(&lock, S::first_waiter);
-}
-
-fn waiters_made_by<S: Strategy>(lock: &S, new: fn(&S) -> S::Waiter) {
-    // Signalled before anyone waits.
-    let w = new(lock);
-    assert!(!w.is_signalled());
-    // SAFETY: `w` is live and signalled once.
-    unsafe { S::Waiter::signal(&w) };
-    w.wait();
-    assert!(w.is_signalled());
-    assert!(w.wait_until(Instant::now()));
-    assert!(
-        w.wait_checked(),
-        "a signalled waiter's checked wait says so"
-    );
-
-    // Timing out, then being signalled after all.
-    let w = new(lock);
-    assert!(!w.wait_until(Instant::now() + Duration::from_millis(2)));
-    unsafe { S::Waiter::signal(&w) };
-    w.wait();
-
-    // Signalled from another thread, many times over, with the waiter dying right after
-    // (half the rounds wait as chan does, by `wait_checked`).
-    for round in 0..testkit::scaled(2000, 20) {
-        let w = new(lock);
-        let addr = &w as *const S::Waiter as usize;
-        let t = thread::spawn(move || {
-            // SAFETY: the main thread does not free `w` before `wait` returns, which it
-            // cannot do before this signal.
-            unsafe { S::Waiter::signal(addr as *const S::Waiter) }
-        });
-        match round % 2 {
-            0 => w.wait(),
-            _ => while !w.wait_checked() {},
-        }
-        t.join().unwrap();
-    }
-}
-
 #[test]
 fn waiters_spinning_before_the_futex() {
     // PAUSE-spinning (the first in line), then straight to the futex (the futex alone is
-    // `mutex::adaptive_futex`).
+    // `miri::mutex::adaptive_futex::waiters`).
     waiters::<Adaptive>(testkit::params::<Adaptive>(
         "adaptive:wait_spin_ns=5000:yield_ns=0",
     ));
@@ -331,18 +291,21 @@ fn stats_are_zero_cost_or_counting() {
     }
 }
 
-#[test]
+/// Acquirers that give up race releasers; every permit released is either taken once or still
+/// there at the end, however the timeouts fall. Then blocking acquirers take what is left, and
+/// one more released for each.
 fn semaphore_timeouts_conserve_permits() {
-    // Acquirers that give up race releasers; every permit released is either taken once or
-    // still there at the end, however the timeouts fall.
-    let s = Arc::new(locks::Semaphore::new(0));
+    let (acquirers, releasers) = (pick(4, 2), pick(2, 1));
+    let (tries, releases) = (count(3000, 4, 1) as u64, count(5000, 8, 1) as u64);
+    let longest = pick(50, 20);
+    let s = Arc::new(Semaphore::new(0));
     let taken = Arc::new(AtomicU64::new(0));
-    let acquirers: Vec<_> = (0..4)
+    let acquirers: Vec<_> = (0..acquirers)
         .map(|i| {
             let (s, taken) = (s.clone(), taken.clone());
             thread::spawn(move || {
-                for k in 0..3000u64 {
-                    let wait = Duration::from_micros((k * 7 + i) % 50);
+                for k in 0..tries {
+                    let wait = Duration::from_micros((k * 7 + i) % longest);
                     if s.acquire_until(Instant::now() + wait) {
                         taken.fetch_add(1, SeqCst);
                     }
@@ -350,11 +313,11 @@ fn semaphore_timeouts_conserve_permits() {
             })
         })
         .collect();
-    let releasers: Vec<_> = (0..2)
+    let releasers: Vec<_> = (0..releasers)
         .map(|_| {
             let s = s.clone();
             thread::spawn(move || {
-                for k in 0..5000 {
+                for k in 0..releases {
                     s.release();
                     if k % 64 == 0 {
                         thread::yield_now();
@@ -363,18 +326,32 @@ fn semaphore_timeouts_conserve_permits() {
             })
         })
         .collect();
+    let released = releasers.len() as u64 * releases;
     releasers
         .into_iter()
         .chain(acquirers)
         .for_each(|h| h.join().unwrap());
-    assert_eq!(taken.load(SeqCst) + s.permits() as u64, 10_000);
+    assert_eq!(taken.load(SeqCst) + s.permits() as u64, released);
+    let left = s.permits();
+    let consumer = {
+        let s = s.clone();
+        thread::spawn(move || (0..left + 2).for_each(|_| s.acquire()))
+    };
+    s.release();
+    s.release();
+    consumer.join().unwrap();
+    assert_eq!(s.permits(), 0);
 }
 
+/// A timed lock gives up on a held lock, takes a free one, and timed and untimed lockers
+/// together still exclude each other, whatever the timeouts.
 fn timed<R: locks::lock_api::RawMutexTimed<Duration = Duration> + Send + Sync + 'static>() {
     let m = Arc::new(Mutex::<R, u64>::new(0));
     let g = m.lock();
     let m2 = m.clone();
-    let gave_up = thread::spawn(move || m2.try_lock_for(Duration::from_millis(2)).is_none());
+    // Under Miri a spinning wait costs steps for every microsecond it waits.
+    let patience = Duration::from_micros(pick(2000, 20));
+    let gave_up = thread::spawn(move || m2.try_lock_for(patience).is_none());
     assert!(
         gave_up.join().unwrap(),
         "a held lock cannot be taken in time"
@@ -386,36 +363,30 @@ fn timed<R: locks::lock_api::RawMutexTimed<Duration = Duration> + Send + Sync + 
         "no deadline at all"
     );
 
-    // Timed and untimed lockers together still exclude each other, whatever the timeouts.
-    let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let handles: Vec<_> = (0..6u64)
+    let (threads, per, longest) = (pick(6, 3), count(3000, 6, 1) as u64, pick(40, 10));
+    let done = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..threads)
         .map(|t| {
             let (m, done) = (m.clone(), done.clone());
             thread::spawn(move || {
-                for k in 0..3000u64 {
-                    let guard = if t % 2 == 0 {
+                for k in 0..per {
+                    let guard = if t % 2 == 1 {
                         Some(m.lock())
                     } else {
-                        m.try_lock_for(Duration::from_micros((k * 13 + t) % 40))
+                        m.try_lock_for(Duration::from_micros((k * 13 + t) % longest))
                     };
                     if let Some(mut g) = guard {
                         let v = *g;
                         std::hint::black_box(&v);
                         *g = v + 1;
-                        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        done.fetch_add(1, SeqCst);
                     }
                 }
             })
         })
         .collect();
     handles.into_iter().for_each(|h| h.join().unwrap());
-    assert_eq!(*m.lock(), done.load(std::sync::atomic::Ordering::Relaxed));
-}
-
-#[test]
-fn timed_locking_gives_up_and_still_excludes() {
-    timed::<SpinYield>();
-    timed::<Adaptive>();
+    assert_eq!(*m.lock(), done.load(SeqCst));
 }
 
 /// Without the `test-aids` feature the shipped lock has no hold branch, and the name says how
@@ -514,6 +485,8 @@ fn exclusion<S: Strategy + RawMutex>(p: S::Params) {
     assert!(!Strategy::is_locked(&shared.0) && !typed.is_locked() && !named.is_locked());
 }
 
+/// A lock held by one thread: `try_lock` fails on another until it is released, through the
+/// strategy itself and through the by-name mutex.
 fn try_lock_across_threads<S: Strategy>(p: S::Params) {
     let lock = Arc::new(S::with_params(p));
     lock.lock();
@@ -532,35 +505,57 @@ fn try_lock_across_threads<S: Strategy>(p: S::Params) {
     .join()
     .unwrap());
     assert!(!lock.is_locked());
+
+    let m = Arc::new(testkit::backend::<S>(p).mutex(()));
+    let g = m.lock();
+    let m2 = m.clone();
+    assert!(thread::spawn(move || m2.try_lock().is_none())
+        .join()
+        .unwrap());
+    drop(g);
+    let m2 = m.clone();
+    assert!(thread::spawn(move || m2.try_lock().is_some())
+        .join()
+        .unwrap());
 }
 
 /// A waiter's address, sent to the signalling thread with its provenance (Miri warns about
 /// pointers made from integers).
 struct Ptr<T>(*const T);
-// SAFETY (test): the pointee is a `Sync` waiter that outlives every use, as `waiters_freed_on_return` shows.
+// SAFETY (test): the pointee is a `Sync` waiter that outlives every use, as `waiters_made_by` shows.
 unsafe impl<T: Sync> Send for Ptr<T> {}
+
+/// Both kinds of waiter (one further back, and one first in line, which may spin first).
+fn waiters<S: Strategy>(p: S::Params) {
+    let lock = S::with_params(p);
+    waiters_made_by(&lock, S::waiter);
+    waiters_made_by(&lock, S::first_waiter);
+}
 
 /// Signalled before the wait, after a timed-out wait, and from another thread while the
 /// waiter's owner frees it as soon as `wait` returns (the signaller's last touch of the waiter
 /// must come before that).
-fn waiters_freed_on_return<S: Strategy>(p: S::Params) {
-    let lock = S::with_params(p);
-    let w = lock.waiter();
+fn waiters_made_by<S: Strategy>(lock: &S, new: fn(&S) -> S::Waiter) {
+    let w = new(lock);
     assert!(!w.is_signalled());
     // SAFETY: live, signalled once.
     unsafe { S::Waiter::signal(&w) };
     w.wait();
     assert!(w.is_signalled() && w.wait_until(Instant::now()));
+    assert!(
+        w.wait_checked(),
+        "a signalled waiter's checked wait says so"
+    );
 
-    let w = lock.waiter();
-    assert!(!w.wait_until(Instant::now() + Duration::from_micros(50)));
+    let w = new(lock);
+    assert!(!w.wait_until(Instant::now() + Duration::from_micros(pick(2000, 50))));
     // SAFETY: live, signalled once.
     unsafe { S::Waiter::signal(&w) };
     w.wait();
 
-    for round in 0..count(500, 3, 1) {
+    for round in 0..count(2000, 3, 1) {
         // On the heap, so that Miri sees a use after free if the signaller touches it late.
-        let w = Box::new(lock.waiter());
+        let w = Box::new(new(lock));
         let data = Arc::new(AtomicU64::new(0));
         let ptr = Ptr(&*w as *const S::Waiter);
         let d = data.clone();
@@ -581,107 +576,4 @@ fn waiters_freed_on_return<S: Strategy>(p: S::Params) {
         assert_eq!(data.load(SeqCst), round as u64 + 1);
         t.join().unwrap();
     }
-}
-
-#[test]
-fn miri_semaphore_timeouts_conserve_permits() {
-    let per = count(1000, 4, 1) as u64;
-    let s = Arc::new(Semaphore::new(0));
-    let taken = Arc::new(AtomicU64::new(0));
-    let acquirers: Vec<_> = (0..2u64)
-        .map(|i| {
-            let (s, taken) = (s.clone(), taken.clone());
-            thread::spawn(move || {
-                for k in 0..per {
-                    let wait = Duration::from_micros((k * 7 + i) % 20);
-                    if s.acquire_until(Instant::now() + wait) {
-                        taken.fetch_add(1, SeqCst);
-                    }
-                }
-            })
-        })
-        .collect();
-    let releaser = {
-        let s = s.clone();
-        thread::spawn(move || (0..per).for_each(|_| s.release()))
-    };
-    releaser.join().unwrap();
-    acquirers.into_iter().for_each(|a| a.join().unwrap());
-    assert_eq!(taken.load(SeqCst) + s.permits() as u64, per);
-    // Blocking acquirers take what is left, and one more released for each.
-    let left = s.permits();
-    let consumer = {
-        let s = s.clone();
-        thread::spawn(move || (0..left + 2).for_each(|_| s.acquire()))
-    };
-    s.release();
-    s.release();
-    consumer.join().unwrap();
-    assert_eq!(s.permits(), 0);
-}
-
-fn timed_briefly<R: locks::lock_api::RawMutexTimed<Duration = Duration> + Send + Sync + 'static>() {
-    let m = Arc::new(Mutex::<R, u64>::new(0));
-    let g = m.lock();
-    let m2 = m.clone();
-    let gave_up = thread::spawn(move || m2.try_lock_for(Duration::from_micros(20)).is_none());
-    assert!(
-        gave_up.join().unwrap(),
-        "a held lock cannot be taken in time"
-    );
-    drop(g);
-    assert!(m.try_lock_for(Duration::MAX).is_some());
-    // Timed and untimed lockers together still exclude each other.
-    let per = count(1000, 6, 1) as u64;
-    let done = Arc::new(AtomicU64::new(0));
-    let threads: Vec<_> = (0..3u64)
-        .map(|t| {
-            let (m, done) = (m.clone(), done.clone());
-            thread::spawn(move || {
-                for k in 0..per {
-                    let guard = if t == 0 {
-                        Some(m.lock())
-                    } else {
-                        m.try_lock_for(Duration::from_micros((k * 13 + t) % 10))
-                    };
-                    if let Some(mut g) = guard {
-                        *g += 1;
-                        done.fetch_add(1, SeqCst);
-                    }
-                }
-            })
-        })
-        .collect();
-    threads.into_iter().for_each(|t| t.join().unwrap());
-    assert_eq!(*m.lock(), done.load(SeqCst));
-}
-
-#[test]
-fn miri_spin_timed_locking() {
-    timed_briefly::<SpinYield>();
-}
-
-#[test]
-fn miri_adaptive_timed_locking() {
-    timed_briefly::<Adaptive>();
-}
-
-#[test]
-fn miri_semlock_unlock_fair_hands_over() {
-    let per = count(1000, 5, 1) as u32;
-    let m = Arc::new(Mutex::<SemLock, u32>::new(0));
-    let threads: Vec<_> = (0..3)
-        .map(|_| {
-            let m = m.clone();
-            thread::spawn(move || {
-                for _ in 0..per {
-                    let mut g = m.lock();
-                    *g += 1;
-                    MutexGuard::unlock_fair(g);
-                }
-            })
-        })
-        .collect();
-    threads.into_iter().for_each(|t| t.join().unwrap());
-    assert_eq!(*m.lock(), 3 * per);
 }

@@ -7,67 +7,15 @@
 //! value). An alt that unwound from a hostile waker's panic (see [`super::hostile`]) fired
 //! one arm, unreported.
 
-use super::failure::{fail, thread_name};
-use super::hostile::{guarded, Guard};
+use super::ctx::{arms_of, Arm, Drawn, Ended, Side};
+use super::guard::{guarded, Guard};
 use super::plan::LANES;
 use super::value::{accept, user_drop, Val};
-use super::watchdog::{Doing, Op, MAX_ARMS};
+use super::watchdog::{thread_name, Doing, Op, MAX_ARMS};
 use super::worker::Worker;
 use chan::{Alt, Fired};
 use locks::Strategy;
 use std::time::{Duration, Instant};
-
-/// Which arms a worker may add.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Side {
-    /// Send arms only.
-    Send,
-    /// Receive arms, the first on `home` (so that waiting is safe).
-    Recv {
-        /// The receiver's home channel.
-        home: usize,
-    },
-    /// Both.
-    Mixed,
-}
-
-/// An arm of an alt, as drawn.
-#[derive(Clone, Copy)]
-pub(super) struct Arm {
-    /// A send arm (else a receive arm).
-    pub(super) send: bool,
-    /// Its channel.
-    pub(super) chan: usize,
-    lane: usize,
-    /// The value the slot held going in.
-    id: Option<u32>,
-}
-
-/// An alt's arms as drawn, their slots, and whether waiting on them without a bound is safe.
-pub(super) type Drawn<S> = (Vec<Arm>, Vec<Option<Val<S>>>, bool);
-
-/// The watchdog's description of an alt's arms.
-pub(super) fn arms_of(arms: &[Arm]) -> impl Iterator<Item = (bool, usize)> + '_ {
-    arms.iter().map(|a| (a.send, a.chan))
-}
-
-/// How the wait on an alt ended, for [`Worker::settle`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Ended {
-    /// It returned what fired, if anything.
-    Returned,
-    /// An async alt's future was dropped while pending: one send arm may have fired
-    /// unreported (its value gone, sent); a receive arm that fired gave its value back.
-    Cancelled,
-    /// The wait unwound from a hostile waker's panic, which a partner's wake raised after the
-    /// alt fired: at most one arm fired, unreported (a send arm's value gone, sent; a receive
-    /// arm's value in its slot, or `received` of them dropped while the alt unwound: the
-    /// library moves the value into the slot only after the wake).
-    Unwound {
-        /// Values received and dropped while the alt unwound.
-        received: u32,
-    },
-}
 
 #[derive(Clone, Copy)]
 enum Wait {
@@ -114,7 +62,7 @@ impl<S: Strategy> Worker<'_, S> {
             // A hostile waker this alt runs may panic out of it: the slots are ours, outside;
             // the `Alt` is dropped inside, while it unwinds (a value its fired arm still held
             // is then dropped as received: see `Guard::Alt`).
-            guarded(Guard::Alt(recv_mask), move || {
+            guarded(self.book(), Guard::Alt(recv_mask), move || {
                 let mut alt = alt;
                 match wait {
                     Wait::Block => Some(alt.wait()),
@@ -254,7 +202,7 @@ impl<S: Strategy> Worker<'_, S> {
             _ => (false, 0),
         };
         if dropped_received > 1 {
-            fail(format!(
+            self.book().fail(format!(
                 "thread `{}`: an alt that unwound dropped {dropped_received} received values",
                 thread_name()
             ));
@@ -270,7 +218,7 @@ impl<S: Strategy> Worker<'_, S> {
         };
         if let Some(f) = fired {
             if f.index >= arms.len() {
-                fail(format!(
+                self.book().fail(format!(
                     "{}: fired arm {}, which it does not have",
                     what(),
                     f.index
@@ -285,7 +233,9 @@ impl<S: Strategy> Worker<'_, S> {
                 match slot {
                     None if completed => match a.id {
                         Some(id) => self.sent(id),
-                        None => fail(format!("{}: disabled arm {i} fired", what())),
+                        None => self
+                            .book()
+                            .fail(format!("{}: disabled arm {i} fired", what())),
                     },
                     None if (cancelled || unwound) && a.id.is_some() && sent_unreported == 0 => {
                         sent_unreported += 1;
@@ -296,7 +246,7 @@ impl<S: Strategy> Worker<'_, S> {
                     }
                     None => {
                         if let Some(id) = a.id {
-                            fail(format!(
+                            self.book().fail(format!(
                                 "{}: arm {i} (value #{id}) lost its value without firing{}",
                                 what(),
                                 match (closed, ended) {
@@ -314,7 +264,7 @@ impl<S: Strategy> Worker<'_, S> {
                     Some(v) if closed => self.closed(a.chan, v),
                     Some(v) => {
                         if completed {
-                            fail(format!(
+                            self.book().fail(format!(
                                 "{}: arm {i} fired, yet still holds value #{}",
                                 what(),
                                 v.id()
@@ -327,7 +277,7 @@ impl<S: Strategy> Worker<'_, S> {
                 match slot {
                     Some(v) if v.is_stale() => {
                         if completed {
-                            fail(format!(
+                            self.book().fail(format!(
                                 "{}: arm {i} fired, yet its slot still holds its stale value",
                                 what()
                             ));
@@ -339,7 +289,7 @@ impl<S: Strategy> Worker<'_, S> {
                         if unwound && sent_unreported == 0 {
                             sent_unreported += 1;
                         } else if !completed {
-                            fail(format!(
+                            self.book().fail(format!(
                                 "{}: value #{} landed in arm {i}, which did not fire{}",
                                 what(),
                                 v.id(),
@@ -350,14 +300,15 @@ impl<S: Strategy> Worker<'_, S> {
                                 }
                             ));
                         }
-                        accept(v, a.chan);
+                        accept(v, a.chan, &mut self.order);
                     }
                     None if completed => {
-                        fail(format!("{}: arm {i} fired without a value", what()));
+                        self.book()
+                            .fail(format!("{}: arm {i} fired without a value", what()));
                     }
                     None => {
                         if let Some(id) = a.id {
-                            fail(format!(
+                            self.book().fail(format!(
                                 "{}: arm {i} did not fire, yet its stale value #{id} is gone",
                                 what()
                             ));

@@ -1,8 +1,7 @@
 //! `chansoak` flags.
 
-use super::hostile::Which;
 use super::plan::TaskRounds;
-use super::task::Fault;
+use super::settings::{Fault, Which};
 use crate::error::{one_line, usage, Error};
 use crate::NAME;
 use clap::Parser;
@@ -84,7 +83,7 @@ pub(super) struct Args {
 
     /// Hostile wakers in task rounds: all (panicking and re-entrant), spare-known (all, but
     /// none panics out of close() or a cancelled receive's drop), panic, reenter, none
-    #[arg(long, value_name = "WHICH", value_enum, default_value_t = super::hostile::DEFAULT)]
+    #[arg(long, value_name = "WHICH", value_enum, default_value_t = super::settings::DEFAULT)]
     pub hostile_wakers: Which,
 
     /// A value a receive or an alt took, then dropped while unwinding from a waker's panic,
@@ -198,7 +197,7 @@ mod tests {
         let a = args("--for 10m --seed 0x1F --threads 4 --messages 9 --rounds 2 --tasks always")
             .unwrap();
         assert_eq!(a.tasks, TaskRounds::Always);
-        assert_eq!(a.hostile_wakers, super::super::hostile::DEFAULT);
+        assert_eq!(a.hostile_wakers, super::super::settings::DEFAULT);
         assert_eq!(
             args("--hostile-wakers reenter").unwrap().hostile_wakers,
             Which::Reenter

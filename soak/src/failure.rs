@@ -1,8 +1,9 @@
-//! Broken checks, collected from whichever thread finds them.
+//! Broken checks, collected from whichever thread finds them, and the panics the soak raises
+//! on purpose, which are not failures.
 //!
-//! Global rather than per round because a value's `Drop` can find a fault (a value received
-//! twice inside a re-entrant drop) on any thread, inside the channel library, with nothing
-//! but the value at hand.
+//! A round's [`Failures`] live in its book, because a value's `Drop` can find a fault (a
+//! value received twice inside a re-entrant drop) on any thread, inside the channel library,
+//! with nothing but the value at hand.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -10,51 +11,51 @@ use std::sync::Mutex;
 /// Keep this many messages; after the first few, more of the same only bury the cause.
 const KEEP: usize = 12;
 
-static FAILED: AtomicBool = AtomicBool::new(false);
-static MESSAGES: Mutex<(Vec<String>, usize)> = Mutex::new((Vec::new(), 0));
+/// The panic a value's drop raises on purpose.
+#[derive(Debug)]
+pub(super) struct IntentionalPanic;
 
-/// Records a broken check. Cheap to poll afterwards through [`failed`].
-pub(super) fn fail(message: String) {
-    FAILED.store(true, Relaxed);
-    let mut m = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
-    if m.0.len() < KEEP {
-        m.0.push(message);
+/// The panic a hostile waker raises on purpose.
+#[derive(Debug)]
+pub(super) struct WakerPanic;
+
+/// A round's broken checks.
+#[derive(Debug, Default)]
+pub(super) struct Failures {
+    failed: AtomicBool,
+    messages: Mutex<(Vec<String>, usize)>,
+}
+
+impl Failures {
+    /// Records a broken check. Cheap to poll afterwards through [`failed`](Self::failed).
+    pub(super) fn fail(&self, message: String) {
+        self.failed.store(true, Relaxed);
+        let mut m = self.messages.lock().unwrap_or_else(|e| e.into_inner());
+        if m.0.len() < KEEP {
+            m.0.push(message);
+        }
+        m.1 += 1;
     }
-    m.1 += 1;
-}
 
-/// Whether any check has failed since the last [`take`].
-pub(super) fn failed() -> bool {
-    FAILED.load(Relaxed)
-}
-
-/// The recorded messages and how many there were in all; clears them.
-pub(super) fn take() -> (Vec<String>, usize) {
-    FAILED.store(false, Relaxed);
-    let mut m = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
-    std::mem::take(&mut *m)
-}
-
-/// The name of the running thread (or of the async task it is polling), for messages.
-pub(super) fn thread_name() -> String {
-    if let Some(task) = super::watchdog::task_name() {
-        return format!("{task}` (a task) on `{}", thread_only());
+    /// Whether any check has failed.
+    pub(super) fn failed(&self) -> bool {
+        self.failed.load(Relaxed)
     }
-    thread_only()
-}
 
-fn thread_only() -> String {
-    std::thread::current()
-        .name()
-        .unwrap_or("unnamed thread")
-        .to_string()
+    /// The first few messages, and how many there were in all.
+    pub(super) fn messages(&self) -> (Vec<String>, usize) {
+        self.messages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// A panic's payload as text.
 pub(super) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if p.is::<super::value::IntentionalPanic>() {
+    if p.is::<IntentionalPanic>() {
         "a value's intentional drop panic".into()
-    } else if super::hostile::is_waker_panic(p) {
+    } else if p.is::<WakerPanic>() {
         "a hostile waker's intentional panic, not caught".into()
     } else if let Some(s) = p.downcast_ref::<&str>() {
         (*s).into()

@@ -7,7 +7,6 @@
 use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::OnceLock;
 
 /// The most values (sent, stale and echoed together) one round may create.
 pub(super) const CAPACITY: u32 = 1 << 18;
@@ -127,21 +126,21 @@ pub(super) struct Tally {
     pub leaked: u64,
 }
 
-/// The one ledger, made on first use and reused (reset) by every round.
-pub(super) fn global() -> &'static Ledger {
-    static LEDGER: OnceLock<Ledger> = OnceLock::new();
-    LEDGER.get_or_init(|| Ledger {
-        next: AtomicU32::new(0),
-        entries: (0..CAPACITY)
-            .map(|_| Entry {
-                state: AtomicU32::new(0),
-                origin: AtomicU64::new(0),
-            })
-            .collect(),
-    })
-}
-
 impl Ledger {
+    /// An empty ledger, room for [`CAPACITY`] values. Made once per run (3 MiB) and lent to
+    /// every round's book, which [`reset`](Self::reset)s it first.
+    pub(super) fn new() -> Ledger {
+        Ledger {
+            next: AtomicU32::new(0),
+            entries: (0..CAPACITY)
+                .map(|_| Entry {
+                    state: AtomicU32::new(0),
+                    origin: AtomicU64::new(0),
+                })
+                .collect(),
+        }
+    }
+
     /// Forgets the last round. Call only when no value of it is alive.
     pub(super) fn reset(&self) {
         let used = self.next.swap(0, Relaxed).min(CAPACITY);

@@ -24,7 +24,7 @@
 //! back to its channel, where it must still be received. Those futures are polled with
 //! hostile wakers ([`hostile`], `--hostile-wakers`): some panic in `wake` (caught where the
 //! channel call that ran the wake unwinds, and accounted for), some re-enter a channel. A
-//! hidden `--inject` plants a fault in the task workers (see [`task::Fault`]), for the tests
+//! hidden `--inject` plants a fault in the task workers (see [`settings::Fault`]), for the tests
 //! to see it caught.
 //!
 //! Checked: every value is received exactly once, or given back to its sender, or left in a
@@ -43,8 +43,11 @@
 
 mod alt;
 mod args;
+mod book;
+mod ctx;
 mod error;
 mod failure;
+mod guard;
 mod hostile;
 mod ledger;
 mod plan;
@@ -53,6 +56,7 @@ mod recv;
 mod rng;
 mod round;
 mod send;
+mod settings;
 mod summary;
 mod task;
 mod value;
@@ -84,21 +88,28 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
     let args = args::parse(args)?;
     let master = args.seed.unwrap_or_else(rng::from_clock);
     value::install_panic_hook();
-    task::inject(args.inject);
-    hostile::select(args.hostile_wakers);
-    hostile::strict(args.strict_wakers);
+    let settings = settings::Settings {
+        wakers: args.hostile_wakers,
+        strict: args.strict_wakers,
+        inject: args.inject,
+    };
     let summary = Arc::new(Mutex::new(Summary::new(master, args.threads)));
-    {
+    let watchdog = {
         let summary = Arc::clone(&summary);
-        watchdog::start(move |reason| {
+        watchdog::start(move |reason, note| {
             let s = summary.lock().unwrap_or_else(|e| e.into_inner());
             print(&s.render(false));
-            if let Some(note) = hostile::stuck_note() {
+            if let Some(note) = note {
                 eprintln!("{NAME}: soak: {note}");
             }
             eprintln!("{NAME}: channel check failed: {reason}");
-        });
-    }
+        })
+    };
+    let lent = round::Lent {
+        settings,
+        ledger: Arc::new(ledger::Ledger::new()),
+        watchdog,
+    };
     let end = Instant::now() + args.duration;
     let mut offered = 0;
     for round in 0.. {
@@ -121,16 +132,11 @@ fn run(args: Vec<OsString>) -> Result<ExitCode, Error> {
             plan::TaskRounds::Always => replay += " --tasks always",
             plan::TaskRounds::Never => replay += " --tasks never",
         }
-        replay += &hostile::flag();
-        match args.inject {
-            Some(task::Fault::DropReceived) => replay += " --inject drop-received",
-            Some(task::Fault::StuckTask) => replay += " --inject stuck-task",
-            None => {}
-        }
+        replay += &settings.flags();
         if let Some(l) = limit {
             replay += &format!(" --messages {l}");
         }
-        let out = round::run(&plan, end, replay.clone())?;
+        let out = round::run(&plan, end, replay.clone(), &lent)?;
         offered += out.tally.data;
         summary
             .lock()

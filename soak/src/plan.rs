@@ -9,6 +9,10 @@ use std::time::Duration;
 pub(super) const CAPACITIES: [usize; 5] = [0, 1, 2, 10, 100];
 /// The most channels in a round (watchdog slots describe alt arms' channels in 3 bits).
 pub(super) const MAX_CHANS: usize = 4;
+/// The probe's channels print as these indices, after the workers' `c0..c3`.
+pub(super) const PROBE_A: usize = MAX_CHANS;
+/// See [`PROBE_A`].
+pub(super) const PROBE_B: usize = MAX_CHANS + 1;
 /// Logical senders per sending thread: values of different lanes may share an alt's arms on
 /// one channel without the sender itself deciding their order.
 pub(super) const LANES: usize = 3;
@@ -348,8 +352,7 @@ impl fmt::Display for Plan {
             }
         }
         if let Some((a, b)) = self.probe {
-            let (pa, pb) = (super::probe::A, super::probe::B);
-            write!(f, "; probe c{pa} O={a}, c{pb} O={b}")?;
+            write!(f, "; probe c{PROBE_A} O={a}, c{PROBE_B} O={b}")?;
         }
         let count = |want: fn(&Role) -> bool| self.roles.iter().filter(|r| want(r)).count();
         write!(

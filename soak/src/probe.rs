@@ -10,18 +10,14 @@
 //! and the workers' checks could never tell (with several receivers, an `Empty` proves
 //! nothing).
 
-use super::failure::{self, fail};
-use super::watchdog::{self, Doing, Op};
+use super::book::Book;
+use super::plan::{PROBE_A as A, PROBE_B as B};
+use super::watchdog::{Doing, Op, Slot};
 use chan::{Chan, TryRecvError, TrySendError};
 use locks::Strategy;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-
-/// The probe's channels print as these indices, after the workers' `c0..c3`.
-pub(super) const A: usize = 4;
-/// See [`A`].
-pub(super) const B: usize = 5;
 
 /// The probe's shared state.
 pub(super) struct Probe<S: Strategy> {
@@ -30,29 +26,37 @@ pub(super) struct Probe<S: Strategy> {
     /// How many values the checker has taken from `a`.
     acked: AtomicU64,
     deadline: Instant,
+    book: Arc<Book>,
 }
 
 impl<S: Strategy> Probe<S> {
-    /// A probe over `a` (capacity at least 1) and `b`, sending until `deadline`.
-    pub(super) fn new(a: Chan<u64, S>, b: Chan<u64, S>, deadline: Instant) -> Arc<Self> {
+    /// A probe over `a` (capacity at least 1) and `b`, sending until `deadline`, reporting to
+    /// `book`.
+    pub(super) fn new(
+        a: Chan<u64, S>,
+        b: Chan<u64, S>,
+        deadline: Instant,
+        book: Arc<Book>,
+    ) -> Arc<Self> {
         assert!(a.capacity() >= 1, "the probe's `a` must hold a value");
         Arc::new(Probe {
             a,
             b,
             acked: AtomicU64::new(0),
             deadline,
+            book,
         })
     }
 
-    /// The prober's thread body (returns 0, to match [`check`](Self::check)).
-    pub(super) fn send(&self) -> u64 {
-        let slot = watchdog::register("probe send".into());
+    /// The prober's thread body, with its watchdog slot (returns 0, to match
+    /// [`check`](Self::check)).
+    pub(super) fn send(&self, slot: &Slot) -> u64 {
         let cap = self.a.capacity() as u64;
         let mut i = 0u64;
         let mut ops = 0u32;
         loop {
             ops = ops.wrapping_add(1);
-            if failure::failed() || (ops % 16 == 0 && Instant::now() >= self.deadline) {
+            if self.book.failed() || (ops % 16 == 0 && Instant::now() >= self.deadline) {
                 break;
             }
             let acked = self.acked.load(Ordering::Acquire);
@@ -61,7 +65,7 @@ impl<S: Strategy> Probe<S> {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {
                     if i - acked < cap {
-                        fail(format!(
+                        self.book.fail(format!(
                             "probe: nbsend on c{A} (capacity {cap}) said full, yet it can hold \
                              at most {} values: the receiver had acknowledged {acked} of the \
                              {i} sent",
@@ -72,7 +76,7 @@ impl<S: Strategy> Probe<S> {
                     continue;
                 }
                 Err(TrySendError::Closed(_)) => {
-                    fail(format!(
+                    self.book.fail(format!(
                         "probe: c{A} said closed; only the prober closes it"
                     ));
                     break;
@@ -80,7 +84,7 @@ impl<S: Strategy> Probe<S> {
             }
             slot.begin(Doing::op(Op::Send, Some(B)));
             if self.b.send(i).is_err() {
-                fail(format!(
+                self.book.fail(format!(
                     "probe: c{B} said closed; only the prober closes it"
                 ));
                 break;
@@ -98,8 +102,7 @@ impl<S: Strategy> Probe<S> {
     /// The checker's thread body; returns how many values it checked. It runs until the
     /// prober closes `b`, whatever fails meanwhile, so that the prober's blocking send always
     /// finds it.
-    pub(super) fn check(&self) -> u64 {
-        let slot = watchdog::register("probe recv".into());
+    pub(super) fn check(&self, slot: &Slot) -> u64 {
         let mut n = 0u64;
         loop {
             slot.begin(Doing::op(Op::Recv, Some(B)));
@@ -120,11 +123,11 @@ impl<S: Strategy> Probe<S> {
             slot.begin(Doing::op(Op::NbRecv, Some(A)));
             match self.a.nbrecv() {
                 Ok(j) if j == i => {}
-                Ok(j) => fail(format!(
+                Ok(j) => self.book.fail(format!(
                     "probe: c{A} gave value {j} where {i} was due (sent in order by one thread)"
                 )),
                 Err(e) => {
-                    fail(format!(
+                    self.book.fail(format!(
                         "probe: nbrecv on c{A} said {e:?} just after value {i} came from c{B}, \
                          though {i} was sent on c{A} first and nobody else receives there \
                          (not linearizable)"

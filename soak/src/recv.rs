@@ -7,9 +7,8 @@
 //! receiver drains it (unless the round leaves it undrained) and moves to another open
 //! channel; when none is left it drains every channel and finishes.
 
-use super::alt::Side;
-use super::failure;
-use super::hostile::{guarded, Guard};
+use super::ctx::Side;
+use super::guard::{guarded, Guard};
 use super::value::{accept, check_len};
 use super::watchdog::{Doing, Op};
 use super::worker::Worker;
@@ -31,7 +30,7 @@ impl<S: Strategy> Worker<'_, S> {
     /// when the receiver is done (every channel closed and drained, or a check failed).
     pub(super) fn next_home(&mut self, mut home: usize) -> Option<usize> {
         loop {
-            if failure::failed() {
+            if self.book().failed() {
                 return None;
             }
             if !self.chans[home].is_closed() {
@@ -73,15 +72,15 @@ impl<S: Strategy> Worker<'_, S> {
         self.slot.begin(Doing::op(Op::Drain, Some(c)));
         if tokio::runtime::Handle::try_current().is_ok() {
             while let Ok(v) = self.chans[c].nbrecv() {
-                accept(v, c);
+                accept(v, c, &mut self.order);
             }
         } else if self.rng.chance(512) {
             for v in self.chans[c].iter() {
-                accept(v, c);
+                accept(v, c, &mut self.order);
             }
         } else {
             while let Ok(v) = self.chans[c].recv() {
-                accept(v, c);
+                accept(v, c, &mut self.order);
             }
         }
     }
@@ -96,30 +95,30 @@ impl<S: Strategy> Worker<'_, S> {
             // `hostile`), dropping the value they took.
             (0, Some(h)) => {
                 self.slot.begin(Doing::op(Op::Recv, Some(h)));
-                if let Ok(Ok(v)) = guarded(Guard::Recv(h), || self.chans[h].recv()) {
-                    accept(v, h);
+                if let Ok(Ok(v)) = guarded(self.book(), Guard::Recv(h), || self.chans[h].recv()) {
+                    accept(v, h, &mut self.order);
                 }
             }
             (1, _) => {
                 self.slot.begin(Doing::op(Op::NbRecv, Some(any)));
-                match guarded(Guard::Recv(any), || self.chans[any].nbrecv()) {
-                    Ok(Ok(v)) => accept(v, any),
+                match guarded(self.book(), Guard::Recv(any), || self.chans[any].nbrecv()) {
+                    Ok(Ok(v)) => accept(v, any, &mut self.order),
                     Ok(Err(TryRecvError::Empty | TryRecvError::Closed)) | Err(_) => {}
                 }
             }
             (4, Some(h)) => {
                 let n = 1 + self.rng.index(8);
                 self.slot.begin(Doing::op(Op::Iter, Some(h)));
-                let _ = guarded(Guard::Recv(h), || {
+                let _ = guarded(self.book(), Guard::Recv(h), || {
                     for v in self.chans[h].iter().take(n) {
-                        accept(v, h);
+                        accept(v, h, &mut self.order);
                     }
                 });
             }
             // Without a home, the blocking kinds become timed ones.
             (0 | 2 | 3 | 4, _) => {
                 let d = self.timeout();
-                let r = guarded(Guard::Recv(any), || {
+                let r = guarded(self.book(), Guard::Recv(any), || {
                     if kind == 3 {
                         self.slot.begin(Doing::op(Op::RecvDeadline, Some(any)));
                         self.chans[any].recv_deadline(Instant::now() + d)
@@ -129,7 +128,7 @@ impl<S: Strategy> Worker<'_, S> {
                     }
                 });
                 match r {
-                    Ok(Ok(v)) => accept(v, any),
+                    Ok(Ok(v)) => accept(v, any, &mut self.order),
                     Ok(Err(RecvTimeoutError::Timeout)) => self.counts.timeouts += 1,
                     Ok(Err(RecvTimeoutError::Closed)) | Err(_) => {}
                 }
@@ -137,9 +136,9 @@ impl<S: Strategy> Worker<'_, S> {
             (5, _) => {
                 let n = 1 + self.rng.index(16);
                 self.slot.begin(Doing::op(Op::TryIter, Some(any)));
-                let _ = guarded(Guard::Recv(any), || {
+                let _ = guarded(self.book(), Guard::Recv(any), || {
                     for v in self.chans[any].try_iter().take(n) {
-                        accept(v, any);
+                        accept(v, any, &mut self.order);
                     }
                 });
             }
@@ -150,7 +149,7 @@ impl<S: Strategy> Worker<'_, S> {
             (7, _) => self.macro_op(home, any),
             _ => {
                 self.slot.begin(Doing::op(Op::Len, Some(any)));
-                check_len(&self.chans[any], any);
+                check_len(self.book(), &self.chans[any], any);
             }
         }
     }
@@ -193,7 +192,7 @@ impl<S: Strategy> Worker<'_, S> {
             }
         };
         if let Some((v, c)) = got {
-            accept(v, c);
+            accept(v, c, &mut self.order);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! A worker's sends: blocking, non-blocking, timed, through a temporary clone, or an alt.
 
-use super::alt::Side;
-use super::hostile::{guarded, Guard};
+use super::ctx::Side;
+use super::guard::{guarded, Guard};
 use super::plan::LANES;
 use super::watchdog::{Doing, Op};
 use super::worker::Worker;
@@ -24,7 +24,7 @@ impl<S: Strategy> Worker<'_, S> {
         let id = v.id();
         let at = Some(c);
         // A hostile waker this send runs may panic out of it (see `hostile`).
-        let result = guarded(Guard::Send(id), || match kind {
+        let result = guarded(self.book(), Guard::Send(id), || match kind {
             0 => {
                 self.slot.begin(Doing::op(Op::Send, at));
                 self.chans[c].send(v).map_err(|SendError(v)| (v, true))

@@ -1,10 +1,9 @@
 //! The report at the end: what ran, per lock configuration, and what happened.
 
-use super::hostile;
+use super::book;
+use super::ctx::{Counts, Outcome};
 use super::plan::{config, Plan};
 use super::rng::CONFIGS;
-use super::round::Outcome;
-use super::worker::Counts;
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
@@ -42,7 +41,7 @@ pub(super) struct Summary {
     task_workers: u64,
     counts: Counts,
     late: u64,
-    wakers: hostile::Tally,
+    wakers: book::Tally,
 }
 
 impl Summary {
@@ -74,7 +73,7 @@ impl Summary {
             task_workers: 0,
             counts: Counts::default(),
             late: 0,
-            wakers: hostile::Tally::default(),
+            wakers: book::Tally::default(),
         }
     }
 

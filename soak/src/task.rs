@@ -16,7 +16,7 @@
 //!   channel, so the value must still be received, or left in an undrained channel: the
 //!   ledger's exactly-once check. The one reordering this allows (another receiver took a
 //!   later value of the same sender first) is counted per channel and checked against the
-//!   number of such drops ([`value::late_arrivals`]); a task drains the closed channels when
+//!   number of such drops ([`Book::late_arrivals`]); a task drains the closed channels when
 //!   it finishes, since a value it gave back may have landed in one that every receiver had
 //!   already drained;
 //! - an async alt dropped while pending leaves every slot as it was, except that one send arm
@@ -26,60 +26,30 @@
 //! The runtime is current-thread in some rounds and multi-thread in others. `Alt` is not
 //! `Send`, so only the tasks on the runtime's local set (every task, on a current-thread
 //! runtime) await alts; a task spawned on the runtime's workers uses `Alt::try_wait`. A task
-//! never blocks its thread. Whenever it is polled, a task brings in its own watchdog slot and
-//! its own record of the order it has received values in ([`Scoped`]), since a thread of a
-//! multi-thread runtime polls several tasks.
+//! never blocks its thread. Whenever it is polled, a task brings in its own watchdog slot
+//! ([`Scoped`]), since a thread of a multi-thread runtime polls several tasks.
 
-use super::alt::{arms_of, Ended, Side};
-use super::failure::{fail, panic_message};
-use super::hostile::{self, guarded, Guard, Polled, Unwound};
-use super::ledger;
+use super::book::Book;
+use super::ctx::{arms_of, Counts, Ctx, Ended, Leaving, Side};
+use super::failure::panic_message;
+use super::guard::{guarded, Guard, Unwound};
+use super::hostile::{self, Polled};
 use super::plan::{AsyncWait, Role, LANES};
-use super::round::{Ctx, Leaving};
+use super::settings::Fault;
 use super::value::{self, accept, check_len, drop_watching, user_drop};
 use super::watchdog::{self, Doing, Op, Slot};
 
 /// Of 1024 pending receive futures a task gives up on, how many are leaked (`mem::forget`)
 /// rather than dropped: one in 32.
 const LEAK_PER_1024: u32 = 32;
-use super::worker::{Counts, Worker};
+use super::worker::Worker;
 use chan::{SendError, TryRecvError, TrySendError};
 use locks::Strategy;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
-
-/// A fault `--inject` plants in the task workers, so that a test can see the soak catch it
-/// in task rounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(super) enum Fault {
-    /// Each task's first value from a completed `recv_async` is dropped unrecorded, as if a
-    /// dropped receive future had lost the value it was handed instead of giving it back:
-    /// the ledger must report it lost.
-    DropReceived,
-    /// The round's first task awaits a receive that nothing will ever complete: the watchdog
-    /// must name the stuck task.
-    StuckTask,
-}
-
-static FAULT: AtomicU8 = AtomicU8::new(0);
-
-/// Plants `fault` for the rest of the run.
-pub(super) fn inject(fault: Option<Fault>) {
-    let code = match fault {
-        None => 0,
-        Some(Fault::DropReceived) => 1,
-        Some(Fault::StuckTask) => 2,
-    };
-    FAULT.store(code, Relaxed);
-}
-
-fn injected(fault: Fault) -> bool {
-    FAULT.load(Relaxed) == fault as u8 + 1
-}
 
 /// Runs the round's task workers on a runtime of the kind the plan says, until every one has
 /// finished; returns what they counted. Runs on a thread of its own.
@@ -99,7 +69,8 @@ pub(super) fn run<S: Strategy>(ctx: Arc<Ctx<S>>) -> Counts {
     let rt = match builder.enable_time().thread_name("soak tasks").build() {
         Ok(rt) => rt,
         Err(e) => {
-            fail(format!("cannot start the tasks' runtime: {e}"));
+            ctx.book
+                .fail(format!("cannot start the tasks' runtime: {e}"));
             // Count every task out, so that the round ends and reports it.
             for (i, _) in plan
                 .roles
@@ -125,7 +96,7 @@ pub(super) fn run<S: Strategy>(ctx: Arc<Ctx<S>>) -> Counts {
             }
             let local = tasks.local[i];
             let name = role.name(i);
-            let slot = watchdog::register_task(name);
+            let slot = ctx.watchdog.register_task(name);
             let (ctx, mine) = (Arc::clone(&ctx), Arc::clone(&slot));
             handles.push(match local {
                 true => tokio::task::spawn_local(Scoped::new(body::<S, Local>(ctx, i, mine), slot)),
@@ -137,9 +108,10 @@ pub(super) fn run<S: Strategy>(ctx: Arc<Ctx<S>>) -> Counts {
                 Ok(c) => counts += c,
                 Err(e) if e.is_panic() => {
                     let p = e.into_panic();
-                    fail(format!("a task panicked: {}", panic_message(&*p)));
+                    ctx.book
+                        .fail(format!("a task panicked: {}", panic_message(&*p)));
                 }
-                Err(e) => fail(format!("a task did not finish: {e}")),
+                Err(e) => ctx.book.fail(format!("a task did not finish: {e}")),
             }
         }
     });
@@ -150,7 +122,7 @@ pub(super) fn run<S: Strategy>(ctx: Arc<Ctx<S>>) -> Counts {
 async fn body<S: Strategy, A: Alts<S>>(ctx: Arc<Ctx<S>>, i: usize, slot: Arc<Slot>) -> Counts {
     let _leaving = Leaving::new(&ctx, i);
     let mut w = Worker::new(&ctx, i, slot);
-    if injected(Fault::StuckTask)
+    if ctx.book.settings.injected(Fault::StuckTask)
         && ctx
             .plan
             .tasks
@@ -166,12 +138,10 @@ async fn body<S: Strategy, A: Alts<S>>(ctx: Arc<Ctx<S>>, i: usize, slot: Arc<Slo
     w.counts
 }
 
-/// A task's future, polled with the task's watchdog slot and order record in place of the
-/// polling thread's.
+/// A task's future, polled with the task's watchdog slot in place of the polling thread's.
 struct Scoped<F> {
     fut: Pin<Box<F>>,
     slot: Arc<Slot>,
-    order: Vec<u32>,
 }
 
 impl<F: Future> Scoped<F> {
@@ -179,7 +149,6 @@ impl<F: Future> Scoped<F> {
         Scoped {
             fut: Box::pin(fut),
             slot,
-            order: Vec::new(),
         }
     }
 }
@@ -189,22 +158,13 @@ impl<F: Future> Future for Scoped<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.get_mut();
         /// Puts the thread's own back, however the poll ends.
-        struct Restore<'a> {
-            order: &'a mut Vec<u32>,
-            theirs: Option<Option<Arc<Slot>>>,
-        }
-        impl Drop for Restore<'_> {
+        struct Restore(Option<Option<Arc<Slot>>>);
+        impl Drop for Restore {
             fn drop(&mut self) {
-                value::swap_order(self.order);
-                watchdog::swap_mine(self.theirs.take().flatten());
+                watchdog::swap_mine(self.0.take().flatten());
             }
         }
-        value::swap_order(&mut this.order);
-        let theirs = watchdog::swap_mine(Some(Arc::clone(&this.slot)));
-        let _restore = Restore {
-            order: &mut this.order,
-            theirs: Some(theirs),
-        };
+        let _restore = Restore(Some(watchdog::swap_mine(Some(Arc::clone(&this.slot)))));
         this.fut.as_mut().poll(cx)
     }
 }
@@ -214,13 +174,14 @@ impl<F: Future> Future for Scoped<F> {
 /// polled at least once, so it may be queued: dropping it cancels), `Some(Err(_))` if a poll
 /// unwound from a hostile waker's panic (the future is then to be dropped, as if cancelled).
 async fn drive<F: Future, S: Strategy>(
+    book: &Arc<Book>,
     fut: Pin<&mut F>,
     how: AsyncWait,
     d: Duration,
     kind: hostile::Kind<S>,
     guard: Guard,
 ) -> Option<Result<F::Output, Unwound>> {
-    let mut fut = std::pin::pin!(Polled::new(fut, kind, guard));
+    let mut fut = std::pin::pin!(Polled::new(book, fut, kind, guard));
     match how {
         AsyncWait::Await | AsyncWait::Try => Some(fut.await),
         AsyncWait::Race => tokio::time::timeout(d, fut).await.ok(),
@@ -275,11 +236,11 @@ impl<S: Strategy> Alts<S> for Spawned {
 
 /// Counts a dropped alt's receive channels as places a value may go back to (each once: an
 /// alt fires one arm).
-fn gave_back_maybe(chans: impl Iterator<Item = usize>) {
+fn gave_back_maybe(book: &Book, chans: impl Iterator<Item = usize>) {
     let mut seen = [false; super::plan::MAX_CHANS];
     for c in chans {
         if !std::mem::replace(&mut seen[c], true) {
-            value::may_have_given_back(c);
+            book.may_have_given_back(c);
         }
     }
 }
@@ -332,10 +293,11 @@ impl<S: Strategy> Worker<'_, S> {
             return hostile::Kind::Plain;
         };
         let [panics, reenters] = t.hostile;
-        if hostile::panics_on() && self.rng.chance(panics) {
+        let settings = &self.book().settings;
+        if settings.panics_on() && self.rng.chance(panics) {
             return hostile::Kind::Panics(1 + self.rng.below(3) as u32);
         }
-        if hostile::reentry_on() && self.rng.chance(reenters) {
+        if settings.reentry_on() && self.rng.chance(reenters) {
             let target = match own {
                 Some(c) if self.rng.below(4) > 0 => c,
                 _ => self.rng.index(self.chans.len()),
@@ -368,7 +330,7 @@ impl<S: Strategy> Worker<'_, S> {
         let how = self.how();
         if how == AsyncWait::Try {
             self.slot.begin(Doing::op(Op::NbSend, Some(c)));
-            return match guarded(Guard::Send(id), || self.chans[c].nbsend(v)) {
+            return match guarded(self.book(), Guard::Send(id), || self.chans[c].nbsend(v)) {
                 Ok(Ok(())) => self.sent(id),
                 Ok(Err(TrySendError::Full(v))) => self.put_back(lane, c, v),
                 Ok(Err(TrySendError::Closed(v))) => self.closed(c, v),
@@ -387,7 +349,7 @@ impl<S: Strategy> Worker<'_, S> {
             true => tx.send_async(v),
             false => chan.send_async(v),
         });
-        match drive(fut.as_mut(), how, d, kind, Guard::Send(id)).await {
+        match drive(&self.ctx.book, fut.as_mut(), how, d, kind, Guard::Send(id)).await {
             Some(Ok(Ok(()))) => self.sent(id),
             Some(Ok(Err(SendError(v)))) => self.closed(c, v),
             gave_up => {
@@ -395,8 +357,8 @@ impl<S: Strategy> Worker<'_, S> {
                 // unsent, or not): dropped as if cancelled.
                 let unsent = matches!(gave_up, Some(Err(Unwound { unsent: true, .. })));
                 self.slot.begin(Doing::op(Op::Cancel, Some(c)));
-                if drop_watching(id, || drop(fut)) || unsent {
-                    ledger::global().returned(id);
+                if drop_watching(self.book(), id, || drop(fut)) || unsent {
+                    self.book().ledger.returned(id);
                     self.counts.cancelled_unsent += 1;
                 } else {
                     self.sent(id);
@@ -418,7 +380,7 @@ impl<S: Strategy> Worker<'_, S> {
             8 => {
                 let c = self.recv_chan();
                 self.slot.begin(Doing::op(Op::Len, Some(c)));
-                return check_len(&self.chans[c], c);
+                return check_len(self.book(), &self.chans[c], c);
             }
             _ => {}
         }
@@ -429,8 +391,8 @@ impl<S: Strategy> Worker<'_, S> {
         };
         if how == AsyncWait::Try {
             self.slot.begin(Doing::op(Op::NbRecv, Some(c)));
-            return match guarded(Guard::Recv(c), || self.chans[c].nbrecv()) {
-                Ok(Ok(v)) => accept(v, c),
+            return match guarded(self.book(), Guard::Recv(c), || self.chans[c].nbrecv()) {
+                Ok(Ok(v)) => accept(v, c, &mut self.order),
                 Ok(Err(TryRecvError::Empty | TryRecvError::Closed)) | Err(_) => {}
             };
         }
@@ -444,18 +406,20 @@ impl<S: Strategy> Worker<'_, S> {
             true => rx.recv_async(),
             false => chan.recv_async(),
         });
-        match drive(fut.as_mut(), how, d, kind, Guard::Recv(c)).await {
-            Some(Ok(Ok(v))) if injected(Fault::DropReceived) && !self.fault_planted => {
+        match drive(&self.ctx.book, fut.as_mut(), how, d, kind, Guard::Recv(c)).await {
+            Some(Ok(Ok(v)))
+                if self.book().settings.injected(Fault::DropReceived) && !self.fault_planted =>
+            {
                 self.fault_planted = true;
                 user_drop(v);
             }
-            Some(Ok(Ok(v))) => accept(v, c),
+            Some(Ok(Ok(v))) => accept(v, c, &mut self.order),
             Some(Ok(Err(_))) => {}
             // Still pending: now and then leaked rather than dropped. A value handed to it
             // stays in it for ever, and must hold up nobody (chan's rule for leaked futures).
             None if self.rng.chance(LEAK_PER_1024) => {
                 self.slot.begin(Doing::op(Op::Cancel, Some(c)));
-                value::leaked_receive(c);
+                self.book().leaked_receive(c);
                 std::mem::forget(fut);
                 self.counts.leaked_recvs += 1;
             }
@@ -464,11 +428,11 @@ impl<S: Strategy> Worker<'_, S> {
             None | Some(Err(_)) => {
                 self.slot.begin(Doing::op(Op::Cancel, Some(c)));
                 // Counted first: `len` may show the value given back at once.
-                value::may_have_given_back(c);
+                self.book().may_have_given_back(c);
                 // A value it gives back may wake a hostile waker, which may panic: the value
                 // must be in the channel by then (and nothing may still write to the future).
                 // One it may not give back is dropped, and its drop may panic too.
-                let _ = value::cancel_receive(|| drop(fut));
+                let _ = value::cancel_receive(self.book(), || drop(fut));
                 self.counts.cancelled_recvs += 1;
             }
         }
@@ -497,13 +461,13 @@ impl<S: Strategy> Worker<'_, S> {
                 self.slot.begin(Doing::alt(Op::AltAsync, arms_of(&arms)));
                 let mut fut = Box::pin(alt.wait_async());
                 // Unguarded: the alt's own poll spares its hostile waker (and any partner's).
-                let fired = drive(fut.as_mut(), how, d, kind, Guard::Off)
+                let fired = drive(&self.ctx.book, fut.as_mut(), how, d, kind, Guard::Off)
                     .await
                     .and_then(Result::ok);
                 if fired.is_none() {
                     self.slot.begin(Doing::alt(Op::Cancel, arms_of(&arms)));
-                    gave_back_maybe(arms.iter().filter(|a| !a.send).map(|a| a.chan));
-                    let _ = value::cancel_receive(|| drop(fut));
+                    gave_back_maybe(self.book(), arms.iter().filter(|a| !a.send).map(|a| a.chan));
+                    let _ = value::cancel_receive(self.book(), || drop(fut));
                     cancelled = true;
                 }
                 fired
@@ -544,16 +508,16 @@ impl<S: Strategy> Worker<'_, S> {
                 recv(cb) -> r => { r.ok().map(|v| (v, b)) },
             }
         });
-        match drive(fut.as_mut(), how, d, kind, Guard::Off)
+        match drive(&self.ctx.book, fut.as_mut(), how, d, kind, Guard::Off)
             .await
             .and_then(Result::ok)
         {
-            Some(Some((v, c))) => accept(v, c),
+            Some(Some((v, c))) => accept(v, c, &mut self.order),
             Some(None) => {}
             None => {
                 self.slot.begin(Doing::alt(Op::Cancel, arms.into_iter()));
-                gave_back_maybe([a, b].into_iter());
-                let _ = value::cancel_receive(|| drop(fut));
+                gave_back_maybe(self.book(), [a, b].into_iter());
+                let _ = value::cancel_receive(self.book(), || drop(fut));
                 self.counts.cancelled_alts += 1;
             }
         }
@@ -578,7 +542,7 @@ impl<S: Strategy> Worker<'_, S> {
             }
             self.slot.begin(Doing::op(Op::Drain, Some(c)));
             while let Ok(v) = self.chans[c].nbrecv() {
-                accept(v, c);
+                accept(v, c, &mut self.order);
             }
         }
     }

@@ -8,6 +8,7 @@
 //! far past its length, it prints every thread's slot and ends the process, since a thread
 //! stuck in a lock cannot be joined.
 
+use super::book::Book;
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -220,9 +221,29 @@ pub(super) struct Slot {
     started: AtomicU64,
     /// Completed transfers: the watchdog's measure of progress.
     done: AtomicU64,
+    /// The round's book, where the values the slot names are described.
+    book: Arc<Book>,
+}
+
+impl fmt::Debug for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&describe(self, None))
+    }
 }
 
 impl Slot {
+    fn new(name: String, task: bool, book: Arc<Book>) -> Slot {
+        Slot {
+            name,
+            task,
+            doing: AtomicU64::new(Doing::op(Op::Idle, None).0),
+            inner: AtomicU64::new(0),
+            started: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+            book,
+        }
+    }
+
     /// Says what the thread is about to do.
     #[inline]
     pub(super) fn begin(&self, doing: Doing) {
@@ -239,6 +260,10 @@ impl Slot {
 }
 
 thread_local! {
+    /// The slot of the thread, or of the task it is polling. Per thread by nature: the panic
+    /// hook and a value's drop learn from it where they run, and they are handed nothing. It
+    /// holds the running round's slot only: set when a worker registers (a task brings its
+    /// own in for each poll and takes it out again), cleared when the round ends.
     static MINE: RefCell<Option<Arc<Slot>>> = const { RefCell::new(None) };
 }
 
@@ -247,6 +272,7 @@ struct Board {
     slots: Vec<Arc<Slot>>,
     /// Bumped by every round start, so that the watchdog forgets the last round's timings.
     generation: u64,
+    book: Arc<Book>,
     round: String,
     replay: String,
     started: Instant,
@@ -256,47 +282,78 @@ struct Board {
     active: bool,
 }
 
-static BOARD: Mutex<Option<Board>> = Mutex::new(None);
-
-fn board() -> std::sync::MutexGuard<'static, Option<Board>> {
-    BOARD.lock().unwrap_or_else(|e| e.into_inner())
+/// The watchdog of a run, shared by its watching thread and the rounds.
+#[derive(Debug, Default)]
+pub(super) struct Watchdog {
+    board: Mutex<Option<Board>>,
 }
 
-/// A new round begins: `round` describes it, `replay` is the command that replays it.
-pub(super) fn round_begin(round: String, replay: String, length: Duration) {
-    let mut b = board();
-    let generation = b.as_ref().map_or(0, |b| b.generation + 1);
-    *b = Some(Board {
-        slots: Vec::new(),
-        generation,
-        round,
-        replay,
-        started: Instant::now(),
-        length,
-        active: true,
-    });
-}
-
-/// The round is over: its slots go.
-pub(super) fn round_end() {
-    if let Some(b) = board().as_mut() {
-        b.slots.clear();
-        b.active = false;
+impl fmt::Debug for Board {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Board")
+            .field("round", &self.round)
+            .field("slots", &self.slots.len())
+            .finish_non_exhaustive()
     }
-    MINE.with(|m| m.borrow_mut().take());
 }
 
-/// Gives the calling thread a slot named `name` on the board, and returns it.
-pub(super) fn register(name: String) -> Arc<Slot> {
-    let slot = new_slot(name, false);
-    MINE.with(|m| *m.borrow_mut() = Some(Arc::clone(&slot)));
-    slot
-}
+impl Watchdog {
+    fn board(&self) -> std::sync::MutexGuard<'_, Option<Board>> {
+        self.board.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
-/// A slot on the board for an async task named `name`: the task brings it in with
-/// [`swap_mine`] whenever it is polled, on whichever thread.
-pub(super) fn register_task(name: String) -> Arc<Slot> {
-    new_slot(name, true)
+    /// A new round begins: `book` is its book, `round` describes it, `replay` is the command
+    /// that replays it.
+    pub(super) fn round_begin(
+        &self,
+        book: Arc<Book>,
+        round: String,
+        replay: String,
+        length: Duration,
+    ) {
+        let mut b = self.board();
+        let generation = b.as_ref().map_or(0, |b| b.generation + 1);
+        *b = Some(Board {
+            slots: Vec::new(),
+            generation,
+            book,
+            round,
+            replay,
+            started: Instant::now(),
+            length,
+            active: true,
+        });
+    }
+
+    /// The round is over: its slots go.
+    pub(super) fn round_end(&self) {
+        if let Some(b) = self.board().as_mut() {
+            b.slots.clear();
+            b.active = false;
+        }
+        MINE.with(|m| m.borrow_mut().take());
+    }
+
+    /// Gives the calling thread a slot named `name` on the board, and returns it.
+    pub(super) fn register(&self, name: String) -> Arc<Slot> {
+        let slot = self.new_slot(name, false);
+        MINE.with(|m| *m.borrow_mut() = Some(Arc::clone(&slot)));
+        slot
+    }
+
+    /// A slot on the board for an async task named `name`: the task brings it in with
+    /// [`swap_mine`] whenever it is polled, on whichever thread.
+    pub(super) fn register_task(&self, name: String) -> Arc<Slot> {
+        self.new_slot(name, true)
+    }
+
+    fn new_slot(&self, name: String, task: bool) -> Arc<Slot> {
+        let mut b = self.board();
+        let b = b.as_mut().expect("a slot is registered during a round");
+        let slot = Arc::new(Slot::new(name, task, Arc::clone(&b.book)));
+        b.slots.push(Arc::clone(&slot));
+        slot
+    }
 }
 
 /// Makes `slot` the calling thread's slot, returning the one it had.
@@ -306,31 +363,24 @@ pub(super) fn swap_mine(slot: Option<Arc<Slot>>) -> Option<Arc<Slot>> {
         .flatten()
 }
 
-/// The name of the task being polled on this thread, if any.
-pub(super) fn task_name() -> Option<String> {
-    MINE.try_with(|m| {
+/// The name of the running thread (or of the async task it is polling), for messages.
+pub(super) fn thread_name() -> String {
+    let thread = || {
+        std::thread::current()
+            .name()
+            .unwrap_or("unnamed thread")
+            .to_string()
+    };
+    let task = MINE.try_with(|m| {
         m.borrow()
             .as_ref()
             .filter(|s| s.task)
             .map(|s| s.name.clone())
-    })
-    .ok()
-    .flatten()
-}
-
-fn new_slot(name: String, task: bool) -> Arc<Slot> {
-    let slot = Arc::new(Slot {
-        name,
-        task,
-        doing: AtomicU64::new(Doing::op(Op::Idle, None).0),
-        inner: AtomicU64::new(0),
-        started: AtomicU64::new(0),
-        done: AtomicU64::new(0),
     });
-    if let Some(b) = board().as_mut() {
-        b.slots.push(Arc::clone(&slot));
+    match task.ok().flatten() {
+        Some(task) => format!("{task}` (a task) on `{}", thread()),
+        None => thread(),
     }
-    slot
 }
 
 /// Counts a completed transfer for the calling thread (from code that has no slot at hand).
@@ -389,7 +439,7 @@ fn describe(s: &Slot, for_how_long: Option<Duration>) -> String {
         let id = (inner >> 32) as u32;
         line += &format!(
             ", inside the drop of value #{id} ({}): {}",
-            super::ledger::global().origin(id),
+            s.book.ledger.origin(id),
             Doing(inner & 0xffff_ffff)
         );
     }
@@ -397,19 +447,22 @@ fn describe(s: &Slot, for_how_long: Option<Duration>) -> String {
 }
 
 /// Starts the watchdog thread. When it finds the process stuck it prints the board to
-/// stderr, calls `on_stuck` with a one-line reason (which should print the summary), and
-/// exits with status 3.
-pub(super) fn start(on_stuck: impl Fn(&str) + Send + 'static) {
+/// stderr, calls `on_stuck` with a one-line reason (which should print the summary) and the
+/// round's note on its hostile wakers, if any, and exits with status 3.
+pub(super) fn start(on_stuck: impl Fn(&str, Option<String>) + Send + 'static) -> Arc<Watchdog> {
+    let dog = Arc::new(Watchdog::default());
+    let watching = Arc::clone(&dog);
     let spawned = std::thread::Builder::new()
         .name("watchdog".into())
-        .spawn(move || watch(on_stuck));
+        .spawn(move || watch(&watching, on_stuck));
     // Without a watchdog the soak still checks everything; a hang would just not be named.
     if let Err(e) = spawned {
         eprintln!("chansoak: soak: cannot start the watchdog ({e}); a stuck thread will hang");
     }
+    dog
 }
 
-fn watch(on_stuck: impl Fn(&str)) {
+fn watch(dog: &Watchdog, on_stuck: impl Fn(&str, Option<String>)) {
     let mut generation = u64::MAX;
     let mut progress = 0u64;
     let mut last_progress = Instant::now();
@@ -418,7 +471,7 @@ fn watch(on_stuck: impl Fn(&str)) {
     loop {
         std::thread::sleep(TICK);
         let now = Instant::now();
-        let b = board();
+        let b = dog.board();
         let Some(b) = b.as_ref().filter(|b| b.active) else {
             continue;
         };
@@ -487,7 +540,10 @@ fn watch(on_stuck: impl Fn(&str)) {
         } else {
             "a thread"
         };
-        on_stuck(&format!("{who} was stuck ({reason}) in {}", b.round));
+        on_stuck(
+            &format!("{who} was stuck ({reason}) in {}", b.round),
+            b.book.stuck_note(),
+        );
         std::process::exit(3);
     }
 }
@@ -495,6 +551,8 @@ fn watch(on_stuck: impl Fn(&str)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::Ledger;
+    use crate::settings::Settings;
 
     #[test]
     fn doing_reads_back() {
@@ -509,13 +567,19 @@ mod tests {
 
     #[test]
     fn a_task_says_so() {
-        let task = new_slot("recv 3 (home c1)".into(), true);
+        let book = Arc::new(Book::new(
+            0,
+            Arc::new(Ledger::new()),
+            Settings::default(),
+            false,
+        ));
+        let task = Slot::new("recv 3 (home c1)".into(), true, Arc::clone(&book));
         task.begin(Doing::op(Op::RecvAsync, Some(1)));
         assert_eq!(
             describe(&task, None),
             "task `recv 3 (home c1)`: recv_async on c1"
         );
-        let thread = new_slot("send 0".into(), false);
+        let thread = Slot::new("send 0".into(), false, book);
         assert!(describe(&thread, None).starts_with("thread `send 0`: "));
     }
 }

@@ -6,56 +6,19 @@
 //! receivers may check that order. A value given back by a closed channel, or still in hand
 //! when the round ends, is abandoned: recorded as returned and dropped on the user's side.
 
-use super::failure;
-use super::hostile::Unwound;
-use super::ledger::{self, Kind, Origin};
+use super::book::Book;
+use super::ctx::{Counts, Ctx, Side};
+use super::guard::Unwound;
+use super::ledger::{Kind, Origin};
 use super::plan::{Role, LANES};
 use super::rng::Rng;
-use super::round::Ctx;
-use super::value::{user_drop, How, Reentry, Val};
+use super::value::{user_drop, How, Order, Reentry, Val};
 use super::watchdog::{Doing, Op, Slot};
 use chan::Chan;
 use locks::Strategy;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// What a worker counted, handed back when it finishes.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Counts {
-    /// Timed operations that timed out.
-    pub timeouts: u64,
-    /// Alts waited on (builder and macro).
-    pub alts: u64,
-    /// A task's async operations (`send_async`, `recv_async`, `wait_async`, `alt!(async; ..)`).
-    pub async_ops: u64,
-    /// Send futures dropped while pending that had not sent: their values dropped with them.
-    pub cancelled_unsent: u64,
-    /// Send futures dropped while pending that had sent all the same.
-    pub cancelled_sent: u64,
-    /// Receive futures dropped while pending.
-    pub cancelled_recvs: u64,
-    /// Pending receive futures leaked (`mem::forget`) rather than dropped.
-    pub leaked_recvs: u64,
-    /// Async alts dropped while pending.
-    pub cancelled_alts: u64,
-    /// Of those, alts whose send arm had fired all the same.
-    pub cancelled_alt_sends: u64,
-}
-
-impl std::ops::AddAssign for Counts {
-    fn add_assign(&mut self, o: Counts) {
-        self.timeouts += o.timeouts;
-        self.alts += o.alts;
-        self.async_ops += o.async_ops;
-        self.cancelled_unsent += o.cancelled_unsent;
-        self.cancelled_sent += o.cancelled_sent;
-        self.cancelled_recvs += o.cancelled_recvs;
-        self.leaked_recvs += o.leaked_recvs;
-        self.cancelled_alts += o.cancelled_alts;
-        self.cancelled_alt_sends += o.cancelled_alt_sends;
-    }
-}
 
 /// Quota and ids are taken this many at a time, to keep shared counters off the hot path.
 const BATCH: u32 = 32;
@@ -69,6 +32,8 @@ pub(super) struct Worker<'a, S: Strategy> {
     pub(super) rng: Rng,
     pub(super) slot: Arc<Slot>,
     pub(super) counts: Counts,
+    /// The order in which this worker has received each sender's values.
+    pub(super) order: Order,
     /// Per lane × channel: the value in hand.
     pending: Vec<Option<Val<S>>>,
     next_seq: Vec<u32>,
@@ -94,6 +59,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
             rng: Rng::new(super::rng::mix(ctx.plan.seed, index as u64 + 1)),
             slot,
             counts: Counts::default(),
+            order: Order::default(),
             pending: (0..LANES * n).map(|_| None).collect(),
             next_seq: vec![0; LANES * n],
             dead: vec![false; n],
@@ -104,6 +70,12 @@ impl<'a, S: Strategy> Worker<'a, S> {
             past_deadline: false,
             fault_planted: false,
         }
+    }
+
+    /// The round's book (borrowed from the round, not from the worker, so that a closure
+    /// may take the worker while the book is in use).
+    pub(super) fn book(&self) -> &'a Book {
+        &self.ctx.book
     }
 
     /// Runs the worker's role to the end.
@@ -121,7 +93,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
                 while !self.sending_done() {
                     self.maybe_reclone();
                     match self.rng.weighted(&self.ctx.plan.mix.mixed) {
-                        0 => self.alt_op(super::alt::Side::Mixed),
+                        0 => self.alt_op(Side::Mixed),
                         1 => self.send_op(),
                         _ => self.recv_op(None),
                     }
@@ -155,7 +127,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
             self.past_deadline = true;
         }
         self.past_deadline
-            || failure::failed()
+            || self.book().failed()
             || self.dead.iter().all(|&d| d)
             || (self.out_of_values && self.pending.iter().all(Option::is_none))
     }
@@ -184,7 +156,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
             self.budget = self.ctx.take_quota(u64::from(BATCH));
         }
         if self.ids.is_empty() {
-            self.ids = ledger::global().reserve(BATCH);
+            self.ids = self.book().ledger.reserve(BATCH);
         }
         let (Some(id), true) = (self.ids.next(), self.budget > 0) else {
             self.out_of_values = true;
@@ -216,7 +188,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
             chan: c as u8,
             seq,
         };
-        Some(Val::new(id, origin, panics, reenter))
+        Some(Val::new(&self.ctx.book, id, origin, panics, reenter))
     }
 
     /// A re-entry into channel `t`, doing something drawn at random.
@@ -236,7 +208,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
             return None;
         }
         let reenter = self.rng.chance(mix.stale_reenter);
-        let id = ledger::global().reserve(1).next()?;
+        let id = self.book().ledger.reserve(1).next()?;
         let reenter = reenter.then(|| {
             let t = self.rng.index(self.chans.len());
             self.reentry(t)
@@ -247,7 +219,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
             chan: 0,
             seq: 0,
         };
-        Some(Val::new(id, origin, false, reenter))
+        Some(Val::new(&self.ctx.book, id, origin, false, reenter))
     }
 
     /// Keeps `v` in hand for lane `lane` on channel `c`.
@@ -259,7 +231,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
 
     /// A send of value `id` succeeded.
     pub(super) fn sent(&mut self, id: u32) {
-        ledger::global().sent(id);
+        self.book().ledger.sent(id);
         self.slot.tick();
     }
 
@@ -267,7 +239,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
     /// dropped it.
     pub(super) fn sent_unwound(&mut self, id: u32, u: Unwound) {
         if u.unsent {
-            ledger::global().returned(id);
+            self.book().ledger.returned(id);
         } else {
             self.sent(id);
         }
@@ -287,7 +259,7 @@ impl<'a, S: Strategy> Worker<'a, S> {
 
     /// Records `v` as given back to its sender and drops it on the user's side.
     pub(super) fn abandon(&mut self, v: Val<S>) {
-        ledger::global().returned(v.id());
+        self.book().ledger.returned(v.id());
         self.slot.begin(Doing::op(Op::UserDrop, None));
         user_drop(v);
     }

@@ -1,8 +1,8 @@
 //! What the tests of `plan9-locks` and `plan9-chan` share: [`per_backend!`], which makes one
 //! `#[test]` per behaviour and backend, the parameters of a backend by name ([`params`]),
 //! iteration counts scaled by `CHAN_TEST_SCALE` and cut down under Miri ([`scaled`],
-//! [`count`]), a value that counts its drops ([`Tracked`]) and the backends every test runs
-//! with ([`backends`]).
+//! [`count`]; [`pick`] for sizes that do not scale), a value that counts its drops
+//! ([`Tracked`]) and the backends every test runs with ([`backends`]).
 //!
 //! A dev-dependency of both libraries, by path: `use testkit::per_backend;` in a test file.
 
@@ -99,6 +99,16 @@ pub fn scaled(n: usize, min: usize) -> usize {
 /// more), times [`scale`] either way but never below `min`.
 pub fn count(native: usize, miri: usize, min: usize) -> usize {
     scaled(if cfg!(miri) { miri } else { native }, min)
+}
+
+/// `native` normally, `miri` when interpreted by Miri, unscaled: for what is not an iteration
+/// count (how many threads, how long a timeout), where one body serves both runs.
+pub fn pick<T>(native: T, miri: T) -> T {
+    if cfg!(miri) {
+        miri
+    } else {
+        native
+    }
 }
 
 /// A value that counts its drops, to show nothing is leaked or dropped twice.
