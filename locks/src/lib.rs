@@ -177,9 +177,11 @@ macro_rules! forward_raw_mutex {
 mod adaptive;
 mod backend;
 mod barrier;
+mod condvar;
 #[cfg(not(loom))]
 mod dyn_lock;
 mod futex;
+mod rwlock;
 mod sem;
 mod spin;
 mod spin_yield;
@@ -189,8 +191,10 @@ mod sync;
 
 pub use adaptive::{Adaptive, AdaptiveParams, AdaptiveWaiter};
 pub use backend::{Backend, ParseBackendError, Visit};
+pub use condvar::{Condvar, WaitTimeoutResult};
 #[cfg(not(loom))]
 pub use dyn_lock::{DynLock, DynWaiter};
+pub use rwlock::RawRwLock;
 pub use sem::{SemLock, SemWaiter, Semaphore};
 pub use spin_yield::{SpinParams, SpinWaiter, SpinYield};
 pub use strategy::{NoParams, Params, Strategy, Waiter};
@@ -204,6 +208,27 @@ pub struct ReadmeDoctests;
 pub type Mutex<R, T> = lock_api::Mutex<R, T>;
 /// The guard of a [`Mutex`].
 pub type MutexGuard<'a, R, T> = lock_api::MutexGuard<'a, R, T>;
+
+/// A readers-writer lock protecting a `T`, over the strategy `S`: `lock_api::RwLock` on our
+/// [`RawRwLock`]. Many readers or one writer; task-fair (see [`RawRwLock`]).
+///
+/// ```
+/// use locks::{RwLock, SpinYield};
+/// let config: RwLock<SpinYield, String> = RwLock::new("plan9".into());
+/// {
+///     let a = config.read();
+///     let b = config.try_read().expect("readers share");
+///     assert!(config.try_write().is_none());
+///     assert_eq!(*a, *b);
+/// }
+/// config.write().push_str("front");
+/// assert_eq!(config.into_inner(), "plan9front");
+/// ```
+pub type RwLock<S, T> = lock_api::RwLock<RawRwLock<S>, T>;
+/// The shared guard of an [`RwLock`].
+pub type RwLockReadGuard<'a, S, T> = lock_api::RwLockReadGuard<'a, RawRwLock<S>, T>;
+/// The exclusive guard of an [`RwLock`].
+pub type RwLockWriteGuard<'a, S, T> = lock_api::RwLockWriteGuard<'a, RawRwLock<S>, T>;
 
 /// The table's rows through [`forward_raw_mutex!`], each starting from its default parameters.
 #[cfg(not(loom))]
