@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::time::Instant;
 
 #[derive(Debug, Default)]
-pub struct Toy(AtomicBool);
+pub(crate) struct Toy(AtomicBool);
 
 // SAFETY: the flag is taken by a swap with Acquire and given back with a Release store.
 unsafe impl Strategy for Toy {
@@ -57,7 +57,7 @@ unsafe impl locks::lock_api::RawMutex for Toy {
 }
 
 #[derive(Debug)]
-pub struct ToyWaiter(AtomicBool);
+pub(crate) struct ToyWaiter(AtomicBool);
 
 // SAFETY: `signal` is one Release store, read with Acquire; it never waits.
 unsafe impl Waiter for ToyWaiter {
