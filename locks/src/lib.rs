@@ -74,6 +74,13 @@
 //! costs a few instructions per operation against the concrete [`Adaptive`] and no
 //! measurable time (figures in the repository's `docs/tuning.md`).
 //!
+//! The rest of the family works over every strategy too, with parking_lot's calls (and Plan 9's
+//! names as aliases): [`Condvar<S>`](Condvar) (`rsleep`, `rwakeup`, `rwakeupall`), whose
+//! waiters block with their mutex's [`Waiter`], and [`RwLock<S, T>`](RwLock) (`rlock`,
+//! `wlock`), a task-fair readers-writer lock on [`RawRwLock<S>`](RawRwLock). A program
+//! written for parking_lot swaps its strategy by changing one type alias (the README shows
+//! one).
+//!
 //! With the `stats` feature, [`stats`] counts what the locks did (acquisitions, contended
 //! acquisitions, spin iterations, yields, sleeps, futex waits and wakes:
 //! `locks::stats::snapshot()`, `reset()`); without it the counters compile to nothing.

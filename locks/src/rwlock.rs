@@ -199,10 +199,12 @@ impl<S: Strategy> RawRwLock<S> {
         let mut s = self.state.load(Relaxed);
         loop {
             if s & (WRITER | QUEUED) == 0 {
-                match self
-                    .state
-                    .compare_exchange_weak(s, add_reader(s), Acquire, Relaxed)
-                {
+                let Some(next) = s.checked_add(READER) else {
+                    // SAFETY: locked above; the panic must not leave the queue locked.
+                    unsafe { self.queue.unlock() };
+                    too_many_readers();
+                };
+                match self.state.compare_exchange_weak(s, next, Acquire, Relaxed) {
                     Ok(_) => {
                         // SAFETY: locked above.
                         unsafe { self.queue.unlock() };
@@ -340,11 +342,20 @@ impl<S: Strategy> RawRwLock<S> {
 /// `s` with one more reader.
 ///
 /// # Panics
-/// If the count is full (a thousand million readers: a leak of read guards).
+/// If the count is full (a thousand million readers: a leak of read guards). A hand-over
+/// never fills it: that would take as many threads queued.
 #[inline]
 fn add_reader(s: u32) -> u32 {
-    s.checked_add(READER)
-        .expect("too many readers of an RwLock")
+    match s.checked_add(READER) {
+        Some(next) => next,
+        None => too_many_readers(),
+    }
+}
+
+#[cold]
+#[track_caller]
+fn too_many_readers() -> ! {
+    panic!("too many readers of an RwLock (read guards leaked?)")
 }
 
 /// A node in line. If its waiter unwinds, the node must stay until it is handed the lock,
