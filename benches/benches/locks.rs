@@ -6,12 +6,21 @@
 //! - `dispatch`: what choosing the strategy at run time costs. The adaptive lock as its own
 //!   type and as a `DynLock` made from the `adaptive` backend: an uncontended lock + unlock,
 //!   and a send-receive pair on one thread through a channel of 10 buffers.
+//! - `condvar/ping_pong`: two threads take turns through a mutex and a condvar; time per
+//!   round trip (two waits, two notifies).
+//! - `condvar/notify_all/N=n`: one `notify_all` to `n` waiters, and the wait until all have
+//!   woken and acknowledged it; time per broadcast.
+//! - `rwlock/read_mostly/T=t`: `t` threads each do `K` operations on one value, a write in
+//!   16, otherwise a read; time for all `t × K`.
+//!
+//! The last three run on ours (`spin`, `sem`, `adaptive`), `std` and `parking_lot`.
 
 #[allow(dead_code)] // each suite uses part of the shared workloads
 #[path = "../common/mod.rs"]
 mod common;
 
 use common::mutex::{contended, for_each_lock, Counter, LockVisitor};
+use common::sync::{broadcast, for_each_sync, ping_pong, read_mostly, Condvars, Rw, SyncVisitor};
 use criterion::measurement::WallTime;
 use criterion::{
     black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput,
@@ -86,5 +95,50 @@ fn dispatch(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, uncontended, contention, dispatch);
+/// Waiters of the `notify_all` benchmark.
+const WAITERS: [usize; 2] = [4, 16];
+
+/// Which of the family's workloads a [`Family`] runs.
+#[derive(Clone, Copy)]
+enum Workload {
+    PingPong,
+    Broadcast(usize),
+    ReadMostly(usize),
+}
+
+struct Family<'a, 'c>(&'a mut BenchmarkGroup<'c, WallTime>, Workload);
+
+impl SyncVisitor for Family<'_, '_> {
+    fn visit<C: Condvars, R: Rw>(&mut self, name: &str) {
+        let w = self.1;
+        self.0.bench_function(name, |b| {
+            b.iter_custom(|rounds| match w {
+                Workload::PingPong => ping_pong::<C>(rounds),
+                Workload::Broadcast(n) => broadcast::<C>(n, rounds),
+                Workload::ReadMostly(t) => read_mostly::<R>(t, K, rounds),
+            })
+        });
+    }
+}
+
+fn family(c: &mut Criterion) {
+    let mut g = c.benchmark_group("condvar/ping_pong");
+    g.throughput(Throughput::Elements(1));
+    for_each_sync(&mut Family(&mut g, Workload::PingPong));
+    g.finish();
+    for n in WAITERS {
+        let mut g = c.benchmark_group(format!("condvar/notify_all/N={n}"));
+        g.throughput(Throughput::Elements(1));
+        for_each_sync(&mut Family(&mut g, Workload::Broadcast(n)));
+        g.finish();
+    }
+    for t in THREADS {
+        let mut g = c.benchmark_group(format!("rwlock/read_mostly/T={t}"));
+        g.throughput(Throughput::Elements(t as u64 * K));
+        for_each_sync(&mut Family(&mut g, Workload::ReadMostly(t)));
+        g.finish();
+    }
+}
+
+criterion_group!(benches, uncontended, contention, dispatch, family);
 criterion_main!(benches);

@@ -525,3 +525,262 @@ pub(crate) mod select {
         })
     }
 }
+
+pub(crate) mod sync {
+    //! The rest of the lock family: a mutex with two condvars, and a readers-writer lock, on
+    //! our three strategies, `std` and `parking_lot`.
+    //!
+    //! - [`ping_pong`]: two threads take turns, each waiting on a condvar for the other's move.
+    //! - [`broadcast`]: one thread wakes `n` waiters with `notify_all` and waits until all have
+    //!   seen it.
+    //! - [`read_mostly`]: threads read a shared value, writing it once in 16 operations.
+
+    use super::span;
+    use std::sync::Barrier;
+    use std::thread;
+    use std::time::{Duration, Instant};
+
+    /// What the condvar workloads share under the mutex.
+    #[derive(Default)]
+    pub(crate) struct State {
+        turn: u64,
+        generation: u64,
+        acks: usize,
+    }
+
+    /// Whom a [`Condvars::step`] wakes, on which of the two condvars.
+    pub(crate) enum Notify {
+        Nobody,
+        One(usize),
+        All(usize),
+    }
+
+    /// A mutex guarding a [`State`], with two condvars.
+    pub(crate) trait Condvars: Send + Sync + 'static {
+        fn new() -> Self;
+        /// Locks; waits on condvar `cv` while `cond` holds; runs `then` and notifies as it says.
+        fn step(
+            &self,
+            cv: usize,
+            cond: impl FnMut(&mut State) -> bool,
+            then: impl FnOnce(&mut State) -> Notify,
+        );
+    }
+
+    /// Ours (any strategy) and parking_lot's: the same calls.
+    macro_rules! lock_api_condvars {
+        ($(<$($g:ident: $b:path),*> $t:ty, $cv:ty;)*) => {$(
+            impl<$($g: $b),*> Condvars for $t {
+                fn new() -> Self {
+                    (Default::default(), [<$cv>::new(), <$cv>::new()])
+                }
+                #[inline]
+                fn step(
+                    &self,
+                    cv: usize,
+                    cond: impl FnMut(&mut State) -> bool,
+                    then: impl FnOnce(&mut State) -> Notify,
+                ) {
+                    let mut g = self.0.lock();
+                    self.1[cv].wait_while(&mut g, cond);
+                    match then(&mut g) {
+                        Notify::Nobody => {}
+                        Notify::One(c) => drop(self.1[c].notify_one()),
+                        Notify::All(c) => drop(self.1[c].notify_all()),
+                    }
+                }
+            }
+        )*};
+    }
+
+    lock_api_condvars! {
+        <S: OurLock> (locks::Mutex<S, State>, [locks::Condvar<S>; 2]), locks::Condvar<S>;
+        <> (parking_lot::Mutex<State>, [parking_lot::Condvar; 2]), parking_lot::Condvar;
+    }
+
+    /// A strategy of ours as the benchmarks use it.
+    pub(crate) trait OurLock: locks::Strategy + lock_api::RawMutex {}
+    impl<S: locks::Strategy + lock_api::RawMutex> OurLock for S {}
+
+    impl Condvars for (std::sync::Mutex<State>, [std::sync::Condvar; 2]) {
+        fn new() -> Self {
+            (Default::default(), Default::default())
+        }
+        #[inline]
+        fn step(
+            &self,
+            cv: usize,
+            cond: impl FnMut(&mut State) -> bool,
+            then: impl FnOnce(&mut State) -> Notify,
+        ) {
+            let g = self.0.lock().unwrap();
+            let mut g = self.1[cv].wait_while(g, cond).unwrap();
+            match then(&mut g) {
+                Notify::Nobody => {}
+                Notify::One(c) => self.1[c].notify_one(),
+                Notify::All(c) => self.1[c].notify_all(),
+            }
+        }
+    }
+
+    /// A `u64` behind a readers-writer lock.
+    pub(crate) trait Rw: Send + Sync + 'static {
+        fn new() -> Self;
+        fn read(&self) -> u64;
+        fn write(&self);
+    }
+
+    impl<R: lock_api::RawRwLock + Send + Sync + 'static> Rw for lock_api::RwLock<R, u64> {
+        fn new() -> Self {
+            lock_api::RwLock::new(0)
+        }
+        #[inline]
+        fn read(&self) -> u64 {
+            *lock_api::RwLock::read(self)
+        }
+        #[inline]
+        fn write(&self) {
+            *lock_api::RwLock::write(self) += 1;
+        }
+    }
+
+    impl Rw for std::sync::RwLock<u64> {
+        fn new() -> Self {
+            std::sync::RwLock::new(0)
+        }
+        #[inline]
+        fn read(&self) -> u64 {
+            *std::sync::RwLock::read(self).unwrap()
+        }
+        #[inline]
+        fn write(&self) {
+            *std::sync::RwLock::write(self).unwrap() += 1;
+        }
+    }
+
+    /// Code to run once per implementation, by [`for_each_sync`].
+    pub(crate) trait SyncVisitor {
+        fn visit<C: Condvars, R: Rw>(&mut self, name: &str);
+    }
+
+    /// Calls `v` with ours (`spin`, `sem`, `adaptive`), then `std` and `parking_lot`.
+    pub(crate) fn for_each_sync(v: &mut impl SyncVisitor) {
+        type Ours<S> = (locks::Mutex<S, State>, [locks::Condvar<S>; 2]);
+        v.visit::<Ours<locks::SpinYield>, locks::RwLock<locks::SpinYield, u64>>("spin");
+        v.visit::<Ours<locks::SemLock>, locks::RwLock<locks::SemLock, u64>>("sem");
+        v.visit::<Ours<locks::Adaptive>, locks::RwLock<locks::Adaptive, u64>>("adaptive");
+        v.visit::<(std::sync::Mutex<State>, [std::sync::Condvar; 2]), std::sync::RwLock<u64>>(
+            "std",
+        );
+        v.visit::<(parking_lot::Mutex<State>, [parking_lot::Condvar; 2]), parking_lot::RwLock<u64>>(
+            "parking_lot",
+        );
+    }
+
+    /// Two threads, `rounds` round trips: each waits for its turn on condvar 0 and passes it.
+    pub(crate) fn ping_pong<C: Condvars>(rounds: u64) -> Duration {
+        let c = C::new();
+        let barrier = Barrier::new(2);
+        let times: Vec<(Instant, Instant)> = thread::scope(|s| {
+            let handles: Vec<_> = (0..2u64)
+                .map(|me| {
+                    let (c, barrier) = (&c, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        let start = Instant::now();
+                        for i in 0..rounds {
+                            let mine = 2 * i + me;
+                            c.step(
+                                0,
+                                |s| s.turn != mine,
+                                |s| {
+                                    s.turn += 1;
+                                    Notify::One(0)
+                                },
+                            );
+                        }
+                        (start, Instant::now())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        span(times.iter().map(|t| t.0), times.iter().map(|t| t.1))
+    }
+
+    /// `rounds` broadcasts to `n` waiters: a new generation and `notify_all` on condvar 0,
+    /// then a wait on condvar 1 until every waiter has acknowledged it.
+    pub(crate) fn broadcast<C: Condvars>(n: usize, rounds: u64) -> Duration {
+        let c = C::new();
+        let barrier = Barrier::new(n + 1);
+        thread::scope(|s| {
+            for _ in 0..n {
+                let (c, barrier) = (&c, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    for g in 1..=rounds {
+                        c.step(
+                            0,
+                            |s| s.generation < g,
+                            |s| {
+                                s.acks += 1;
+                                match s.acks == n {
+                                    true => Notify::One(1),
+                                    false => Notify::Nobody,
+                                }
+                            },
+                        );
+                    }
+                });
+            }
+            barrier.wait();
+            let start = Instant::now();
+            for _ in 0..rounds {
+                c.step(
+                    1,
+                    |_| false,
+                    |s| {
+                        s.acks = 0;
+                        s.generation += 1;
+                        Notify::All(0)
+                    },
+                );
+                c.step(1, |s| s.acks < n, |_| Notify::Nobody);
+            }
+            start.elapsed()
+        })
+    }
+
+    /// `threads` threads each make `rounds × per_thread` operations on one value: a write
+    /// (an increment) once in 16, otherwise a read.
+    pub(crate) fn read_mostly<R: Rw>(threads: usize, per_thread: u64, rounds: u64) -> Duration {
+        let rw = R::new();
+        let total = per_thread * rounds;
+        let barrier = Barrier::new(threads);
+        let times: Vec<(Instant, Instant, u64)> = thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        let start = Instant::now();
+                        let (mut writes, mut sum) = (0u64, 0u64);
+                        for i in 0..total {
+                            if i % 16 == 15 {
+                                rw.write();
+                                writes += 1;
+                            } else {
+                                sum = sum.wrapping_add(rw.read());
+                            }
+                        }
+                        std::hint::black_box(sum);
+                        (start, Instant::now(), writes)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let writes: u64 = times.iter().map(|t| t.2).sum();
+        assert_eq!(rw.read(), writes, "lost writes");
+        span(times.iter().map(|t| t.0), times.iter().map(|t| t.1))
+    }
+}

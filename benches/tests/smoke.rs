@@ -74,3 +74,22 @@ fn every_select_receives() {
         }
     }
 }
+
+#[test]
+fn every_condvar_and_rwlock_works() {
+    use common::sync::{
+        broadcast, for_each_sync, ping_pong, read_mostly, Condvars, Rw, SyncVisitor,
+    };
+    struct Check(Vec<String>);
+    impl SyncVisitor for Check {
+        fn visit<C: Condvars, R: Rw>(&mut self, name: &str) {
+            ping_pong::<C>(50);
+            broadcast::<C>(3, 20);
+            read_mostly::<R>(3, 100, 2);
+            self.0.push(name.to_owned());
+        }
+    }
+    let mut check = Check(vec![]);
+    for_each_sync(&mut check);
+    assert_eq!(check.0, ["spin", "sem", "adaptive", "std", "parking_lot"]);
+}

@@ -74,6 +74,13 @@
 //! costs a few instructions per operation against the concrete [`Adaptive`] and no
 //! measurable time (figures in the repository's `docs/tuning.md`).
 //!
+//! The rest of the family works over every strategy too, with parking_lot's calls (and Plan 9's
+//! names as aliases): [`Condvar<S>`](Condvar) (`rsleep`, `rwakeup`, `rwakeupall`), whose
+//! waiters block with their mutex's [`Waiter`], and [`RwLock<S, T>`](RwLock) (`rlock`,
+//! `wlock`), a task-fair readers-writer lock on [`RawRwLock<S>`](RawRwLock). A program
+//! written for parking_lot swaps its strategy by changing one type alias (the README shows
+//! one).
+//!
 //! With the `stats` feature, [`stats`] counts what the locks did (acquisitions, contended
 //! acquisitions, spin iterations, yields, sleeps, futex waits and wakes:
 //! `locks::stats::snapshot()`, `reset()`); without it the counters compile to nothing.
@@ -177,9 +184,11 @@ macro_rules! forward_raw_mutex {
 mod adaptive;
 mod backend;
 mod barrier;
+mod condvar;
 #[cfg(not(loom))]
 mod dyn_lock;
 mod futex;
+mod rwlock;
 mod sem;
 mod spin;
 mod spin_yield;
@@ -189,8 +198,10 @@ mod sync;
 
 pub use adaptive::{Adaptive, AdaptiveParams, AdaptiveWaiter};
 pub use backend::{Backend, ParseBackendError, Visit};
+pub use condvar::{Condvar, WaitTimeoutResult};
 #[cfg(not(loom))]
 pub use dyn_lock::{DynLock, DynWaiter};
+pub use rwlock::RawRwLock;
 pub use sem::{SemLock, SemWaiter, Semaphore};
 pub use spin_yield::{SpinParams, SpinWaiter, SpinYield};
 pub use strategy::{NoParams, Params, Strategy, Waiter};
@@ -204,6 +215,27 @@ pub struct ReadmeDoctests;
 pub type Mutex<R, T> = lock_api::Mutex<R, T>;
 /// The guard of a [`Mutex`].
 pub type MutexGuard<'a, R, T> = lock_api::MutexGuard<'a, R, T>;
+
+/// A readers-writer lock protecting a `T`, over the strategy `S`: `lock_api::RwLock` on our
+/// [`RawRwLock`]. Many readers or one writer; task-fair (see [`RawRwLock`]).
+///
+/// ```
+/// use locks::{RwLock, SpinYield};
+/// let config: RwLock<SpinYield, String> = RwLock::new("plan9".into());
+/// {
+///     let a = config.read();
+///     let b = config.try_read().expect("readers share");
+///     assert!(config.try_write().is_none());
+///     assert_eq!(*a, *b);
+/// }
+/// config.write().push_str("front");
+/// assert_eq!(config.into_inner(), "plan9front");
+/// ```
+pub type RwLock<S, T> = lock_api::RwLock<RawRwLock<S>, T>;
+/// The shared guard of an [`RwLock`].
+pub type RwLockReadGuard<'a, S, T> = lock_api::RwLockReadGuard<'a, RawRwLock<S>, T>;
+/// The exclusive guard of an [`RwLock`].
+pub type RwLockWriteGuard<'a, S, T> = lock_api::RwLockWriteGuard<'a, RawRwLock<S>, T>;
 
 /// The table's rows through [`forward_raw_mutex!`], each starting from its default parameters.
 #[cfg(not(loom))]

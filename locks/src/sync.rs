@@ -26,3 +26,62 @@ pub(crate) fn spin_hint() {
     #[cfg(not(loom))]
     std::hint::spin_loop();
 }
+
+/// A `Copy` value that some lock guards: read and written only by a thread that holds it (or
+/// otherwise ordered after every other access). Loom checks those accesses for data races.
+#[derive(Debug)]
+pub(crate) struct Guarded<T> {
+    #[cfg(loom)]
+    cell: loom::cell::UnsafeCell<T>,
+    #[cfg(not(loom))]
+    cell: std::cell::UnsafeCell<T>,
+}
+
+impl<T: Copy> Guarded<T> {
+    #[cfg(not(loom))]
+    pub(crate) const fn new(value: T) -> Self {
+        Guarded {
+            cell: std::cell::UnsafeCell::new(value),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new(value: T) -> Self {
+        Guarded {
+            cell: loom::cell::UnsafeCell::new(value),
+        }
+    }
+
+    /// The value.
+    ///
+    /// # Safety
+    /// No other thread writes it meanwhile: the caller holds the lock that guards it, or
+    /// every write happens before this read.
+    #[inline]
+    pub(crate) unsafe fn get(&self) -> T {
+        #[cfg(loom)]
+        // SAFETY: the caller's contract.
+        return self.cell.with(|p| unsafe { *p });
+        #[cfg(not(loom))]
+        // SAFETY: the caller's contract.
+        unsafe {
+            *self.cell.get()
+        }
+    }
+
+    /// Replaces the value.
+    ///
+    /// # Safety
+    /// No other thread reads or writes it meanwhile: the caller holds the lock that guards it.
+    #[inline]
+    pub(crate) unsafe fn set(&self, value: T) {
+        #[cfg(loom)]
+        // SAFETY: the caller's contract.
+        self.cell.with_mut(|p| unsafe { *p = value });
+        #[cfg(not(loom))]
+        // SAFETY: the caller's contract.
+        unsafe {
+            *self.cell.get() = value
+        };
+    }
+}

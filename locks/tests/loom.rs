@@ -3,7 +3,8 @@
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release -p plan9-locks --test loom`.
 #![cfg(loom)]
 
-use locks::{Adaptive, AdaptiveParams, Backend, SemLock, Semaphore, SpinParams, SpinYield};
+use locks::{Adaptive, AdaptiveParams, Backend, Condvar, RawRwLock, SemLock, Semaphore};
+use locks::{SpinParams, SpinYield};
 use locks::{Strategy, Visit, Waiter};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
@@ -182,4 +183,193 @@ fn semaphore_hands_over_every_permit() {
         }
         assert_eq!(s.permits(), 0);
     });
+}
+
+/// The condvar's wait and notify: a waiter and a notifier (`notify_one`, or `notify_all` to
+/// `waiters` waiters, which then wake one another in turn), each waiting for a flag set under
+/// the mutex. A lost wake-up is a deadlock, which loom reports; the flag's cell checks that
+/// the mutex still excludes.
+struct CondvarModel {
+    waiters: usize,
+    all: bool,
+}
+
+impl Visit for CondvarModel {
+    type Output = ();
+    fn visit<S: Strategy>(self, params: S::Params) {
+        let CondvarModel { waiters, all } = self;
+        let mut model = loom::model::Builder::new();
+        model.max_branches = 10_000;
+        model.check(move || {
+            let shared = Arc::new((
+                S::with_params(params),
+                Condvar::<S>::with_params(params),
+                UnsafeCell::new(false),
+            ));
+            let threads: Vec<_> = (0..waiters)
+                .map(|_| {
+                    let s = shared.clone();
+                    thread::spawn(move || {
+                        s.0.lock();
+                        while !s.2.with(|v| unsafe { *v }) {
+                            // SAFETY: we hold the mutex.
+                            unsafe { s.1.wait_raw(&s.0) };
+                        }
+                        // SAFETY: locked above, and again by every wait.
+                        unsafe { s.0.unlock() };
+                    })
+                })
+                .collect();
+            shared.0.lock();
+            shared.2.with_mut(|v| unsafe { *v = true });
+            match all {
+                true => drop(shared.1.notify_all()),
+                false => drop(shared.1.notify_one()),
+            }
+            // SAFETY: locked above.
+            unsafe { shared.0.unlock() };
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            assert!(!shared.1.notify_one(), "nobody left queued");
+        });
+    }
+}
+
+fn condvar_params() -> [Backend; 2] {
+    [
+        Backend::Sem(Default::default()),
+        Backend::Adaptive(
+            AdaptiveParams::DEFAULT
+                .with_wait_spin_ns(0)
+                .with_yield_ns(0),
+        ),
+    ]
+}
+
+#[test]
+fn condvar_notify_one_is_never_lost() {
+    for b in condvar_params() {
+        b.visit(CondvarModel {
+            waiters: 1,
+            all: false,
+        });
+    }
+}
+
+#[test]
+fn condvar_notify_all_wakes_every_waiter_in_turn() {
+    for b in condvar_params() {
+        b.visit(CondvarModel {
+            waiters: 2,
+            all: true,
+        });
+    }
+}
+
+/// A timed wait (loom has no time: it looks once and gives up) racing a `notify_one`: the
+/// notify says it woke someone exactly when the wait reports no time-out.
+struct CondvarTimeoutModel;
+
+impl Visit for CondvarTimeoutModel {
+    type Output = ();
+    fn visit<S: Strategy>(self, params: S::Params) {
+        let mut model = loom::model::Builder::new();
+        model.max_branches = 10_000;
+        model.check(move || {
+            let shared = Arc::new((S::with_params(params), Condvar::<S>::with_params(params)));
+            let s = shared.clone();
+            let waiter = thread::spawn(move || {
+                s.0.lock();
+                // SAFETY: we hold the mutex.
+                let timed_out = unsafe { s.1.wait_until_raw(&s.0, std::time::Instant::now()) };
+                // SAFETY: held again after the wait.
+                unsafe { s.0.unlock() };
+                timed_out
+            });
+            let woke = shared.1.notify_one();
+            let timed_out = waiter.join().unwrap();
+            assert_eq!(woke, !timed_out);
+            assert!(!shared.0.is_locked());
+        });
+    }
+}
+
+#[test]
+fn condvar_notify_agrees_with_a_timeout() {
+    for b in condvar_params() {
+        b.visit(CondvarTimeoutModel);
+    }
+}
+
+/// Readers and writers of the rwlock: a writer's update is never seen half done, nor made
+/// beside another holder (the cell checks), and nobody is left waiting (loom reports a
+/// deadlock). `readers` readers against `writers` writers, plus one writer that downgrades.
+struct RwModel {
+    readers: usize,
+    writers: usize,
+}
+
+impl Visit for RwModel {
+    type Output = ();
+    fn visit<S: Strategy>(self, params: S::Params) {
+        let RwModel { readers, writers } = self;
+        let mut model = loom::model::Builder::new();
+        model.max_branches = 10_000;
+        model.check(move || {
+            let shared = Arc::new((RawRwLock::<S>::with_params(params), UnsafeCell::new(0u32)));
+            let mut threads: Vec<_> = (0..writers)
+                .map(|_| {
+                    let s = shared.clone();
+                    thread::spawn(move || {
+                        s.0.write();
+                        s.1.with_mut(|v| unsafe { *v += 1 });
+                        // SAFETY: locked above.
+                        unsafe { s.0.unlock_write() };
+                    })
+                })
+                .collect();
+            threads.extend((0..readers).map(|_| {
+                let s = shared.clone();
+                thread::spawn(move || {
+                    s.0.read();
+                    let v = s.1.with(|v| unsafe { *v });
+                    assert!(v as usize <= writers);
+                    // SAFETY: locked above.
+                    unsafe { s.0.unlock_read() };
+                })
+            }));
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            assert_eq!(shared.1.with(|v| unsafe { *v }) as usize, writers);
+            assert!(!shared.0.is_locked());
+        });
+    }
+}
+
+#[test]
+fn rwlock_writer_and_reader() {
+    for b in condvar_params() {
+        b.visit(RwModel {
+            readers: 1,
+            writers: 1,
+        });
+    }
+}
+
+#[test]
+fn rwlock_two_writers_and_a_reader() {
+    for b in condvar_params() {
+        b.visit(RwModel {
+            readers: 1,
+            writers: 2,
+        });
+    }
+}
+
+#[test]
+fn rwlock_writer_and_two_readers() {
+    for b in condvar_params() {
+        b.visit(RwModel {
+            readers: 2,
+            writers: 1,
+        });
+    }
 }
