@@ -179,11 +179,17 @@ mod backend;
 mod barrier;
 #[cfg(not(loom))]
 mod dyn_lock;
+#[cfg(not(loom))]
+mod erased;
 mod futex;
+mod raw;
+mod registry;
 mod sem;
 mod spin;
 mod spin_yield;
 pub mod stats;
+#[cfg(not(loom))]
+mod std_lock;
 mod strategy;
 mod sync;
 
@@ -191,8 +197,16 @@ pub use adaptive::{Adaptive, AdaptiveParams, AdaptiveWaiter};
 pub use backend::{Backend, ParseBackendError, Visit};
 #[cfg(not(loom))]
 pub use dyn_lock::{DynLock, DynWaiter};
+#[cfg(not(loom))]
+pub use erased::{RegisteredLock, RegisteredWaiter};
+pub use raw::{NewWaiter, Raw};
+#[cfg(not(loom))]
+pub use registry::{register, register_as};
+pub use registry::{RegisterError, Registered};
 pub use sem::{SemLock, SemWaiter, Semaphore};
 pub use spin_yield::{SpinParams, SpinWaiter, SpinYield};
+#[cfg(not(loom))]
+pub use std_lock::StdLock;
 pub use strategy::{NoParams, Params, Strategy, Waiter};
 
 /// This crate's README (the page crates.io shows), whose examples run as doctests.
