@@ -74,6 +74,12 @@
 //! costs a few instructions per operation against the concrete [`Adaptive`] and no
 //! measurable time (figures in the repository's `docs/tuning.md`).
 //!
+//! A strategy of your own is a type implementing [`Strategy`] (its documentation says how,
+//! with a complete example); [`register`] makes its name known to [`Backend`], and so to
+//! [`DynLock`] and `$LOCKS_BACKEND`. Another crate's `lock_api::RawMutex` is a strategy
+//! through [`Raw`], std's `Mutex` through [`StdLock`], each waiting with one of this crate's
+//! waiters ([`NewWaiter`]).
+//!
 //! With the `stats` feature, [`stats`] counts what the locks did (acquisitions, contended
 //! acquisitions, spin iterations, yields, sleeps, futex waits and wakes:
 //! `locks::stats::snapshot()`, `reset()`); without it the counters compile to nothing.
