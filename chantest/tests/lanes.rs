@@ -50,7 +50,10 @@ fn the_peers_locks_run_with_tasks_too() {
 
 #[test]
 fn a_child_process_finds_the_same_lanes() {
-    let o = run("--lock parking_lot,std --per-process -O 1 -M 1 -N 500 -R 1", 0);
+    let o = run(
+        "--lock parking_lot,std --per-process -O 1 -M 1 -N 500 -R 1",
+        0,
+    );
     assert_eq!(lanes(&o), ["parking_lot", "std"]);
 }
 
@@ -76,5 +79,8 @@ fn ref_std_is_the_lock_unless_via_lists_the_channel() {
 fn an_unknown_lock_lists_the_peers_locks() {
     let o = run("--lock mcs", 2);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("spin, sem, adaptive, std, parking_lot"), "{err}");
+    assert!(
+        err.contains("spin, sem, adaptive, std, parking_lot"),
+        "{err}"
+    );
 }
