@@ -12,6 +12,7 @@ use crate::strategy::{NoParams, Strategy};
 use std::cell::{Cell, UnsafeCell};
 use std::fmt;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
@@ -40,21 +41,20 @@ use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 /// unsafe { lock.unlock() }; // SAFETY: locked just above
 /// ```
 pub struct StdLock<W = AdaptiveWaiter> {
-    /// The guard while the lock is held, and the thread that took it. Only the holder
-    /// touches it: written after locking, taken before unlocking.
-    held: UnsafeCell<Option<Held>>,
-    /// The boxed mutex (`Box::leak`): the guard in `held` borrows it, so it is freed only
-    /// in `drop`, once no guard is left.
+    /// The guard, while the lock is held (`locked`). Only the holder touches it: written
+    /// after locking, taken before unlocking. `MaybeUninit`, not `Option`: a reference inside
+    /// an `Option` field would be asserted live by every call that takes the lock by value,
+    /// `drop(lock)` included, whose `Drop` frees what it points to.
+    guard: UnsafeCell<MaybeUninit<MutexGuard<'static, ()>>>,
+    /// The thread that took the guard, while the lock is held; only the holder touches it.
+    owner: UnsafeCell<u64>,
+    /// The boxed mutex (`Box::leak`): the guard borrows it, so it is freed only in `drop`,
+    /// once no guard is left.
     mutex: NonNull<Mutex<()>>,
-    /// Whether the lock is held, for `is_locked`, which must not read `held`.
+    /// Whether the lock is held (so whether `guard` holds one): set by the holder after
+    /// locking, cleared by it before unlocking.
     locked: AtomicBool,
     wait: PhantomData<fn() -> W>,
-}
-
-/// The guard of a held [`StdLock`] and the thread that may drop it.
-struct Held {
-    guard: MutexGuard<'static, ()>,
-    thread: u64,
 }
 
 /// This thread's number: unique for the life of the process (an address of a thread-local
@@ -78,7 +78,8 @@ impl<W> StdLock<W> {
     /// An unlocked lock.
     pub fn new() -> Self {
         StdLock {
-            held: UnsafeCell::new(None),
+            guard: UnsafeCell::new(MaybeUninit::uninit()),
+            owner: UnsafeCell::new(0),
             mutex: NonNull::from(Box::leak(Box::new(Mutex::new(())))),
             locked: AtomicBool::new(false),
             wait: PhantomData,
@@ -87,21 +88,21 @@ impl<W> StdLock<W> {
 
     /// Keeps `guard` as the holder's.
     fn hold(&self, guard: MutexGuard<'static, ()>) {
-        let held = Held {
-            guard,
-            thread: thread_number(),
-        };
-        // SAFETY: we hold std's mutex, so no other thread touches `held` until we unlock
-        // (every access is by a holder, and std's mutex orders the holders).
-        unsafe { *self.held.get() = Some(held) };
+        // SAFETY: we hold std's mutex, so no other thread touches `guard` or `owner` until we
+        // unlock (every access is by a holder, and std's mutex orders the holders); the
+        // previous holder took its guard out, so nothing is overwritten.
+        unsafe {
+            (*self.guard.get()).write(guard);
+            *self.owner.get() = thread_number();
+        }
         self.locked.store(true, Relaxed);
     }
 
     /// The boxed mutex, borrowed for as long as a guard may need it.
     fn mutex(&self) -> &'static Mutex<()> {
-        // SAFETY: the box lives until `drop`, which frees it only when no guard is left in
-        // `held` (or leaks it); a guard is the only thing that keeps this reference, and it
-        // lives in `held`.
+        // SAFETY: the box lives until `drop`, which frees it only when no guard is left (or
+        // leaks it); a guard is the only thing that keeps this reference, and it lives in
+        // `guard`.
         unsafe { self.mutex.as_ref() }
     }
 }
@@ -114,17 +115,18 @@ impl<W> Default for StdLock<W> {
 
 impl<W> Drop for StdLock<W> {
     fn drop(&mut self) {
-        match self.held.get_mut().take() {
+        if *self.locked.get_mut() {
             // Dropping the guard here would unlock on another thread than the locker's:
             // leave the mutex locked and leak it.
-            Some(held) if held.thread != thread_number() => std::mem::forget(held),
-            held => {
-                drop(held);
-                // SAFETY: made by `Box::leak` in `new`; the guard is gone, and nothing else
-                // refers to the mutex.
-                drop(unsafe { Box::from_raw(self.mutex.as_ptr()) });
+            if *self.owner.get_mut() != thread_number() {
+                return;
             }
+            // SAFETY: `locked` says the guard is there; `&mut self` makes it ours alone.
+            drop(unsafe { self.guard.get_mut().assume_init_read() });
         }
+        // SAFETY: made by `Box::leak` in `new`; the guard is gone, and nothing else refers to
+        // the mutex.
+        drop(unsafe { Box::from_raw(self.mutex.as_ptr()) });
     }
 }
 
@@ -136,11 +138,13 @@ impl<W> fmt::Debug for StdLock<W> {
     }
 }
 
-// SAFETY: `held` is touched only by the holder of std's mutex, and its guard is dropped only
-// on the thread that locked (checked at unlock and in drop), so moving the lock to another
-// thread moves a guard that is never released there. The mutex itself is `Send` and `Sync`.
+// SAFETY: `guard` and `owner` are touched only by the holder of std's mutex, and the guard is
+// dropped only on the thread that locked (checked at unlock and in drop), so moving the lock
+// to another thread moves a guard that is never released there. The mutex itself is `Send`
+// and `Sync`.
 unsafe impl<W> Send for StdLock<W> {}
-// SAFETY: as for `Send`: shared, every access to `held` is ordered by std's mutex.
+// SAFETY: as for `Send`: shared, every access to `guard` and `owner` is ordered by std's
+// mutex.
 unsafe impl<W> Sync for StdLock<W> {}
 
 // SAFETY: std's mutex provides mutual exclusion, with happens-before from an unlock (the
@@ -189,16 +193,19 @@ unsafe impl<W: NewWaiter> Strategy for StdLock<W> {
 
     #[inline]
     unsafe fn unlock(&self) {
-        self.locked.store(false, Relaxed);
-        // SAFETY: our caller holds the lock, so `held` is ours alone (see `hold`).
-        let held = unsafe { (*self.held.get()).take() };
-        match held {
-            Some(held) if held.thread == thread_number() => {
+        // SAFETY: our caller holds the lock, so `owner` is ours alone (see `hold`).
+        let mine = self.locked.load(Relaxed) && unsafe { *self.owner.get() } == thread_number();
+        match mine {
+            true => {
+                self.locked.store(false, Relaxed);
+                // SAFETY: held by us (`locked`), so the guard is there and ours alone; it is
+                // taken out once, here, before std's mutex lets the next holder in.
+                let guard = unsafe { (*self.guard.get()).assume_init_read() };
                 let bomb = AbortOnUnwind("std's mutex guard drop");
-                drop(held.guard);
+                drop(guard);
                 std::mem::forget(bomb);
             }
-            _ => {
+            false => {
                 eprintln!(
                     "locks: a StdLock was unlocked on another thread than the one that \
                      locked it (or not locked at all); std's mutex cannot be released \
