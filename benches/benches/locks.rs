@@ -3,6 +3,10 @@
 //! - `locks/uncontended`: one `*m.lock() += 1` on one thread; time per lock + unlock.
 //! - `locks/contended/T=t`: `t` threads each do `K` increments of one shared counter; time for
 //!   all `t × K` (criterion's throughput column gives increments per second).
+//! - `locks/chan/O=o,M=m`: the same locks guarding our channel (`chan::Chan<u64, S>`), `m`
+//!   senders and one receiver, every value checked: ours, and the peers' mutexes as
+//!   strategies (`std`: `locks::StdLock`, `parking_lot`: `locks::Raw<parking_lot::RawMutex>`),
+//!   waiting as `adaptive` does, so that only the lock differs. Time per message.
 //! - `dispatch`: what choosing the strategy at run time costs. The adaptive lock as its own
 //!   type and as a `DynLock` made from the `adaptive` backend: an uncontended lock + unlock,
 //!   and a send-receive pair on one thread through a channel of 10 buffers.
@@ -19,13 +23,15 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+use common::mpsc::{run_on, Spec};
 use common::mutex::{contended, for_each_lock, Counter, LockVisitor};
 use common::sync::{broadcast, for_each_sync, ping_pong, read_mostly, Condvars, Rw, SyncVisitor};
 use criterion::measurement::WallTime;
 use criterion::{
     black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput,
 };
-use locks::{Adaptive, Backend, DynLock};
+use locks::{Adaptive, Backend, DynLock, Raw, SemLock, SpinYield, StdLock, Strategy};
+use std::time::Duration;
 
 /// Increments per thread per iteration of the contended benchmark.
 const K: u64 = 1000;
@@ -64,6 +70,41 @@ fn contention(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("locks/contended/T={t}"));
         g.throughput(Throughput::Elements(t as u64 * K));
         for_each_lock(&mut Contended(&mut g, t));
+        g.finish();
+    }
+}
+
+/// Values each sender sends per round of the channel benchmark.
+const PER_SENDER: u64 = 1000;
+
+/// A run of the channel benchmark with one lock: [`chan_with`] for a strategy.
+type Lane = fn(Spec, u64) -> Duration;
+
+/// `rounds` rounds of `spec` on a fresh `Chan<u64, S>` with default parameters.
+fn chan_with<S: Strategy>(spec: Spec, rounds: u64) -> Duration {
+    let c = chan::Chan::<u64, S>::with_params(spec.nbuf, Default::default());
+    run_on(c.clone(), c, spec, rounds)
+}
+
+fn chan_locks(c: &mut Criterion) {
+    for (nbuf, senders) in [(10, 1), (10, 8)] {
+        let spec = Spec {
+            nbuf,
+            senders,
+            per_sender: PER_SENDER,
+        };
+        let mut g = c.benchmark_group(format!("locks/chan/O={nbuf},M={senders}"));
+        g.throughput(Throughput::Elements(spec.per_round()));
+        let lanes: [(&str, Lane); 5] = [
+            ("spin", chan_with::<SpinYield>),
+            ("sem", chan_with::<SemLock>),
+            ("adaptive", chan_with::<Adaptive>),
+            ("std", chan_with::<StdLock>),
+            ("parking_lot", chan_with::<Raw<parking_lot::RawMutex>>),
+        ];
+        for (name, run) in lanes {
+            g.bench_function(name, |b| b.iter_custom(|rounds| run(spec, rounds)));
+        }
         g.finish();
     }
 }
@@ -140,5 +181,12 @@ fn family(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, uncontended, contention, dispatch, family);
+criterion_group!(
+    benches,
+    uncontended,
+    contention,
+    chan_locks,
+    dispatch,
+    family
+);
 criterion_main!(benches);

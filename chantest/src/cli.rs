@@ -155,8 +155,9 @@ pub(crate) struct Args {
     #[arg(short = 'R', value_name = "REPS", value_parser = reps, allow_negative_numbers = true)]
     pub reps: Option<u64>,
 
-    /// Lock backends of the channel (chan, task, task-mt), e.g. spin,sem or
-    /// adaptive:spin_ns=0, or all [default: all]
+    /// Lock backends of the channel (chan, task, task-mt): ours (spin, sem, adaptive), the
+    /// peers' mutexes (std, parking_lot), any this binary added; with parameters, e.g.
+    /// adaptive:spin_ns=0; or all [default: ours and the binary's own]
     #[arg(long, value_name = "LOCKS", value_parser = lock_list, conflicts_with = "compare")]
     pub lock: Option<LockList>,
 
@@ -620,7 +621,15 @@ impl Output {
 
 impl Args {
     /// Checks the flags against each other and the baseline, and opens the outputs.
-    pub(crate) fn setup(self) -> Result<Setup, Error> {
+    pub(crate) fn setup(mut self) -> Result<Setup, Error> {
+        // `std` names a transport (std's channel) and a lock (std's mutex): `--ref std` is the
+        // transport when `--via` lists it, and else the lock.
+        if let Some(Reference::Via(v)) = self.reference {
+            let listed = self.via.as_ref().is_some_and(|ViaList(l)| l.contains(&v));
+            if let (false, Ok(b)) = (listed, v.name().parse::<Backend>()) {
+                self.reference = Some(Reference::Lock(b));
+            }
+        }
         let counting = self.metric == Metric::Instructions;
         // Read before the flags are taken apart below.
         let lock_flags = (
@@ -657,7 +666,7 @@ impl Args {
                     .map_err(|e| usage!("baseline: {e}"))?,
                 // Calibration injects its slowdown into the adaptive lock.
                 (None, None) if self.calibrate => vec![Backend::DEFAULT],
-                (None, None) => Backend::ALL.to_vec(),
+                (None, None) => crate::lanes::defaults(),
             };
             let reference = match (self.reference, from_file) {
                 (Some(Reference::Lock(r)), _) => find(&backends, &r)?,
@@ -670,6 +679,7 @@ impl Args {
             };
             (backends, reference)
         };
+        crate::lanes::check(&backends)?;
 
         let (file_nbuf, file_senders) = match from_file {
             Some(p) => p

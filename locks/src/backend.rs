@@ -3,11 +3,15 @@
 //! A name is `spin`, `sem` or `adaptive` (in any case), optionally followed by parameters:
 //! `adaptive:spin_ns=0`, `spin:yields=10:sleep_us=50`. [`Backend`] and everything that lists
 //! the strategies here ([`Backend::ALL`], names, parsing, [`Backend::visit`]) is made from
-//! the one table of strategies in `lib.rs` (`strategies!`); `chantest --lock all` and the
-//! error messages read [`Backend::ALL`].
+//! the one table of strategies in `lib.rs` (`strategies!`). A strategy registered at run time
+//! ([`register`](crate::register)) is the one more variant, [`Backend::Registered`];
+//! `chantest --lock all` and the error messages read [`Backend::all`], the built-ins and the
+//! registered together.
 
 use crate::adaptive::AdaptiveParams;
+use crate::registry::{self, Registered};
 use crate::strategy::{Params, Strategy};
+use std::any::{Any, TypeId};
 use std::fmt;
 use std::str::FromStr;
 
@@ -87,12 +91,41 @@ impl Backend {
     }
 
     /// Parses a comma-separated list such as `spin,adaptive:spin_ns=0`; `all` is every
-    /// backend.
+    /// backend, [`Backend::all`].
     pub fn parse_list(s: &str) -> Result<Vec<Backend>, ParseBackendError> {
         if s.trim().eq_ignore_ascii_case("all") {
-            return Ok(Self::ALL.to_vec());
+            return Ok(Self::all());
         }
         s.split(',').map(str::parse).collect()
+    }
+
+    /// Every strategy known by name now, with default parameters: the built-ins
+    /// ([`Backend::ALL`]), then the registered ones in the order of registration.
+    pub fn all() -> Vec<Backend> {
+        let mut all = Self::ALL.to_vec();
+        all.extend(registry::registered().into_iter().map(Backend::Registered));
+        all
+    }
+
+    /// The parameters, if this backend names the strategy `S`: how code compiled for `S`
+    /// takes a backend parsed from a name (chantest's lanes do). A [`DynLock`](crate::DynLock)
+    /// takes any backend.
+    ///
+    /// ```
+    /// use locks::{Adaptive, Backend, SemLock};
+    /// let b: Backend = "adaptive:spin_ns=500".parse().unwrap();
+    /// assert_eq!(b.params::<Adaptive>().map(|p| p.spin_ns), Some(500));
+    /// assert_eq!(b.params::<SemLock>(), None);
+    /// ```
+    pub fn params<S: Strategy>(&self) -> Option<S::Params> {
+        #[cfg(not(loom))]
+        if TypeId::of::<S>() == TypeId::of::<crate::DynLock>() {
+            return (self as &dyn Any).downcast_ref::<S::Params>().copied();
+        }
+        match self {
+            Backend::Registered(r) => r.params::<S>(),
+            builtin => builtin.builtin_params::<S>(),
+        }
     }
 }
 
@@ -114,11 +147,12 @@ impl FromStr for Backend {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let mut parts = s.trim().split(':');
         let name = parts.next().unwrap_or_default();
-        let Some(mut backend) = Self::ALL
+        let found = Self::ALL
             .into_iter()
             .find(|b| b.name().eq_ignore_ascii_case(name.trim()))
-        else {
-            let valid: Vec<_> = Self::ALL.iter().map(Backend::name).collect();
+            .or_else(|| registry::find(name.trim()).map(Backend::Registered));
+        let Some(mut backend) = found else {
+            let valid: Vec<_> = Self::all().iter().map(Backend::name).collect();
             return Err(ParseBackendError(format!(
                 "unknown lock backend `{name}` (valid: {})",
                 valid.join(", ")
@@ -168,14 +202,21 @@ macro_rules! backend {
         /// is the whole name (`adaptive:spin_ns=500`) and [`Params::set`] sets a parameter
         /// of the strategy it names.
         ///
+        /// A strategy of your own, registered with [`register`](crate::register), is the
+        /// variant [`Registered`](Backend::Registered): its name parses once it is
+        /// registered.
+        ///
         /// [`Display`]: fmt::Display
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub enum Backend {
             $($(#[$doc])* $variant($params),)+
+            /// A strategy registered with [`register`](crate::register), and its parameters.
+            Registered(Registered),
         }
 
         impl Backend {
-            /// Every strategy, with default parameters, in the order reports list them.
+            /// Every built-in strategy, with default parameters, in the order reports list
+            /// them; [`Backend::all`] adds the registered ones.
             pub const ALL: [Backend; [$(stringify!($variant)),+].len()] =
                 [$(Backend::$variant(<$params>::DEFAULT)),+];
 
@@ -183,13 +224,34 @@ macro_rules! backend {
             pub fn name(&self) -> &'static str {
                 match self {
                     $(Backend::$variant(_) => <$t as Strategy>::NAME,)+
+                    Backend::Registered(r) => r.name(),
                 }
             }
 
             /// Calls `v.visit::<S>(params)` with the strategy `S` this backend names.
+            ///
+            /// A registered strategy's type is unknown here, so its visit runs with
+            /// [`DynLock`](crate::DynLock) and this backend as its parameters: the same
+            /// strategy, reached through a table of functions. Code that must be compiled
+            /// for the type itself takes it by [`Backend::params`], as chantest's lanes do.
             pub fn visit<V: Visit>(&self, v: V) -> V::Output {
                 match *self {
                     $(Backend::$variant(p) => v.visit::<$t>(p),)+
+                    #[cfg(not(loom))]
+                    Backend::Registered(_) => v.visit::<crate::DynLock>(*self),
+                    // Nothing registers under loom (`register` needs `DynLock`).
+                    #[cfg(loom)]
+                    Backend::Registered(r) => panic!("no strategy is registered under loom: {r}"),
+                }
+            }
+
+            /// [`Backend::params`] of a built-in variant.
+            fn builtin_params<S: Strategy>(&self) -> Option<S::Params> {
+                match self {
+                    $(Backend::$variant(p) if TypeId::of::<S>() == TypeId::of::<$t>() => {
+                        (p as &dyn Any).downcast_ref::<S::Params>().copied()
+                    })+
+                    _ => None,
                 }
             }
         }
@@ -197,17 +259,21 @@ macro_rules! backend {
         impl fmt::Display for Backend {
             /// The name, then every parameter that differs from its default.
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.name())?;
                 match self {
-                    $(Backend::$variant(p) => fmt::Display::fmt(p, f),)+
+                    $(Backend::$variant(p) => {
+                        f.write_str(self.name())?;
+                        fmt::Display::fmt(p, f)
+                    })+
+                    Backend::Registered(r) => fmt::Display::fmt(r, f),
                 }
             }
         }
 
         /// As the parameters of [`DynLock`](crate::DynLock).
         impl Params for Backend {
-            /// Every key some strategy takes, each once, in table order; which of them a
-            /// backend accepts depends on the strategy it names.
+            /// Every key some built-in strategy takes, each once, in table order; which of
+            /// them a backend accepts depends on the strategy it names (a registered one
+            /// takes its own, unknown when this constant is made).
             const KEYS: &'static [&'static str] = {
                 const LISTS: &[&[&str]] = &[$(<$params as Params>::KEYS),+];
                 const KEYS: [&str; distinct_keys(LISTS)] = union_of_keys(LISTS);
@@ -218,6 +284,7 @@ macro_rules! backend {
             fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
                 match self {
                     $(Backend::$variant(p) => p.set(key, value),)+
+                    Backend::Registered(r) => r.set(key, value),
                 }
             }
         }

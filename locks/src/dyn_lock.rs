@@ -1,9 +1,12 @@
 //! A lock whose strategy is chosen at run time.
 //!
 //! [`DynLock`] and [`DynWaiter`] have a variant per row of the table of strategies
-//! (`strategies!` in `lib.rs`), and every operation is a `match` on it.
+//! (`strategies!` in `lib.rs`), and every operation is a `match` on it. One more variant,
+//! `Registered`, holds a strategy registered at run time, reached through a table of
+//! functions compiled for it when it was registered (`erased.rs`).
 
 use crate::backend::Backend;
+use crate::erased::{RegisteredLock, RegisteredWaiter};
 use crate::strategy::{Strategy, Waiter};
 use std::fmt;
 use std::time::Instant;
@@ -59,6 +62,8 @@ macro_rules! dyn_lock {
                 #[doc = concat!("The lock [`Backend::", stringify!($variant), "`] names.")]
                 $variant($t),
             )+
+            /// The lock of a strategy registered with [`register`](crate::register).
+            Registered(RegisteredLock),
         }
 
         /// The waiter of a [`DynLock`]: the waiter of the strategy it was made with.
@@ -72,6 +77,8 @@ macro_rules! dyn_lock {
                 #[doc = concat!("The waiter of [`DynLock::", stringify!($variant), "`].")]
                 $variant($waiter),
             )+
+            /// The waiter of [`DynLock::Registered`]: its strategy's own, boxed.
+            Registered(RegisteredWaiter),
         }
 
         impl DynLock {
@@ -79,6 +86,7 @@ macro_rules! dyn_lock {
             pub const fn new(backend: Backend) -> Self {
                 match backend {
                     $(Backend::$variant(p) => DynLock::$variant(<$t>::from_params(p)),)+
+                    Backend::Registered(r) => DynLock::Registered(RegisteredLock::new(r)),
                 }
             }
 
@@ -86,6 +94,7 @@ macro_rules! dyn_lock {
             pub fn backend(&self) -> Backend {
                 match self {
                     $(DynLock::$variant(l) => Backend::$variant(Strategy::params(l)),)+
+                    DynLock::Registered(l) => Backend::Registered(l.backend()),
                 }
             }
         }
@@ -95,6 +104,7 @@ macro_rules! dyn_lock {
             pub fn name(&self) -> &'static str {
                 match self {
                     $(DynWaiter::$variant(_) => <$t as Strategy>::NAME,)+
+                    DynWaiter::Registered(w) => w.name(),
                 }
             }
 
@@ -103,6 +113,7 @@ macro_rules! dyn_lock {
             fn inner_by_ref(&self) -> *const () {
                 match self {
                     $(DynWaiter::$variant(w) => (w as *const $waiter).cast(),)+
+                    DynWaiter::Registered(w) => (w as *const RegisteredWaiter).cast(),
                 }
             }
 
@@ -113,12 +124,16 @@ macro_rules! dyn_lock {
                 match self {
                     // SAFETY: `this` is live and holds this variant.
                     $(DynWaiter::$variant(_) => unsafe { Self::field::<$waiter>(this) }.cast(),)+
+                    // SAFETY: as above.
+                    DynWaiter::Registered(_) => unsafe { Self::field::<RegisteredWaiter>(this) }.cast(),
                 }
             }
         }
 
         // Every variant is a lock that provides mutual exclusion, and the variant never
-        // changes after construction, so each operation reaches the same lock.
+        // changes after construction, so each operation reaches the same lock (a registered
+        // one is made once, on first use). Unlocking on another thread, which `GuardSend`
+        // allows, is allowed by every `Strategy` too.
         forward_raw_mutex!(DynLock, DynLock::new(Backend::DEFAULT));
 
         // SAFETY: every variant is a `Strategy`, so provides mutual exclusion with a
@@ -140,12 +155,14 @@ macro_rules! dyn_lock {
             fn waiter(&self) -> DynWaiter {
                 match self {
                     $(DynLock::$variant(l) => DynWaiter::$variant(Strategy::waiter(l)),)+
+                    DynLock::Registered(l) => DynWaiter::Registered(l.waiter()),
                 }
             }
 
             fn first_waiter(&self) -> DynWaiter {
                 match self {
                     $(DynLock::$variant(l) => DynWaiter::$variant(Strategy::first_waiter(l)),)+
+                    DynLock::Registered(l) => DynWaiter::Registered(l.first_waiter()),
                 }
             }
 
@@ -153,6 +170,7 @@ macro_rules! dyn_lock {
             fn lock(&self) {
                 match self {
                     $(DynLock::$variant(l) => Strategy::lock(l),)+
+                    DynLock::Registered(l) => l.get().lock(),
                 }
             }
 
@@ -160,6 +178,7 @@ macro_rules! dyn_lock {
             fn lock_in_hand_off(&self) {
                 match self {
                     $(DynLock::$variant(l) => Strategy::lock_in_hand_off(l),)+
+                    DynLock::Registered(l) => l.get().lock_in_hand_off(),
                 }
             }
 
@@ -167,6 +186,7 @@ macro_rules! dyn_lock {
             fn lock_in_task(&self) {
                 match self {
                     $(DynLock::$variant(l) => Strategy::lock_in_task(l),)+
+                    DynLock::Registered(l) => l.get().lock_in_task(),
                 }
             }
 
@@ -174,6 +194,7 @@ macro_rules! dyn_lock {
             fn try_lock(&self) -> bool {
                 match self {
                     $(DynLock::$variant(l) => Strategy::try_lock(l),)+
+                    DynLock::Registered(l) => l.get().try_lock(),
                 }
             }
 
@@ -182,6 +203,8 @@ macro_rules! dyn_lock {
                 match self {
                     // SAFETY: our caller holds the lock, which is this variant's lock.
                     $(DynLock::$variant(l) => unsafe { Strategy::unlock(l) },)+
+                    // SAFETY: as above; `get` returns the one lock made for this variant.
+                    DynLock::Registered(l) => unsafe { l.get().unlock() },
                 }
             }
 
@@ -189,6 +212,7 @@ macro_rules! dyn_lock {
             fn is_locked(&self) -> bool {
                 match self {
                     $(DynLock::$variant(l) => Strategy::is_locked(l),)+
+                    DynLock::Registered(l) => l.is_locked(),
                 }
             }
 
@@ -206,6 +230,7 @@ macro_rules! dyn_lock {
             fn wait(&self) {
                 match self {
                     $(DynWaiter::$variant(w) => w.wait(),)+
+                    DynWaiter::Registered(w) => w.wait(),
                 }
             }
 
@@ -213,6 +238,7 @@ macro_rules! dyn_lock {
             fn wait_checked(&self) -> bool {
                 match self {
                     $(DynWaiter::$variant(w) => w.wait_checked(),)+
+                    DynWaiter::Registered(w) => w.wait_checked(),
                 }
             }
 
@@ -220,6 +246,7 @@ macro_rules! dyn_lock {
             fn wait_until(&self, deadline: Instant) -> bool {
                 match self {
                     $(DynWaiter::$variant(w) => w.wait_until(deadline),)+
+                    DynWaiter::Registered(w) => w.wait_until(deadline),
                 }
             }
 
@@ -227,6 +254,7 @@ macro_rules! dyn_lock {
             fn is_signalled(&self) -> bool {
                 match self {
                     $(DynWaiter::$variant(w) => w.is_signalled(),)+
+                    DynWaiter::Registered(w) => w.is_signalled(),
                 }
             }
 
@@ -253,6 +281,9 @@ macro_rules! dyn_lock {
                         $(DynWaiter::$variant(_) => {
                             <$waiter as Waiter>::signal(Self::field::<$waiter>(this))
                         })+
+                        DynWaiter::Registered(_) => {
+                            RegisteredWaiter::signal(Self::field::<RegisteredWaiter>(this))
+                        }
                     }
                 }
             }

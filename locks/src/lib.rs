@@ -81,6 +81,12 @@
 //! written for parking_lot swaps its strategy by changing one type alias (the README shows
 //! one).
 //!
+//! A strategy of your own is a type implementing [`Strategy`] (its documentation says how,
+//! with a complete example); [`register`] makes its name known to [`Backend`], and so to
+//! [`DynLock`] and `$LOCKS_BACKEND`. Another crate's `lock_api::RawMutex` is a strategy
+//! through [`Raw`], std's `Mutex` through [`StdLock`], each waiting with one of this crate's
+//! waiters ([`NewWaiter`]).
+//!
 //! With the `stats` feature, [`stats`] counts what the locks did (acquisitions, contended
 //! acquisitions, spin iterations, yields, sleeps, futex waits and wakes:
 //! `locks::stats::snapshot()`, `reset()`); without it the counters compile to nothing.
@@ -187,12 +193,18 @@ mod barrier;
 mod condvar;
 #[cfg(not(loom))]
 mod dyn_lock;
+#[cfg(not(loom))]
+mod erased;
 mod futex;
+mod raw;
+mod registry;
 mod rwlock;
 mod sem;
 mod spin;
 mod spin_yield;
 pub mod stats;
+#[cfg(not(loom))]
+mod std_lock;
 mod strategy;
 mod sync;
 
@@ -201,9 +213,17 @@ pub use backend::{Backend, ParseBackendError, Visit};
 pub use condvar::{Condvar, WaitTimeoutResult};
 #[cfg(not(loom))]
 pub use dyn_lock::{DynLock, DynWaiter};
+#[cfg(not(loom))]
+pub use erased::{RegisteredLock, RegisteredWaiter};
+pub use raw::{NewWaiter, Raw};
+#[cfg(not(loom))]
+pub use registry::{register, register_as};
+pub use registry::{RegisterError, Registered};
 pub use rwlock::RawRwLock;
 pub use sem::{SemLock, SemWaiter, Semaphore};
 pub use spin_yield::{SpinParams, SpinWaiter, SpinYield};
+#[cfg(not(loom))]
+pub use std_lock::StdLock;
 pub use strategy::{NoParams, Params, Strategy, Waiter};
 
 /// This crate's README (the page crates.io shows), whose examples run as doctests.

@@ -340,7 +340,7 @@ unsafe impl Strategy for SemLock {
 
 /// The semaphore way to wait: sleep in the kernel at once; a zero-permit [`Semaphore`].
 #[derive(Debug)]
-pub struct SemWaiter(Semaphore);
+pub struct SemWaiter(pub(crate) Semaphore);
 
 // SAFETY: `signal` publishes with one Release store or RMW of the waiter's word, which `wait`,
 // `wait_until` and `is_signalled` read with Acquire before reporting a signal; afterwards it

@@ -2,12 +2,130 @@
 //!
 //! `chan` is written against [`Strategy`] alone, so a channel built on a strategy takes its
 //! lock *and* blocks its senders and receivers in that strategy's manner. A new strategy is a
-//! type implementing `Strategy` (plus `lock_api::RawMutex`, to be usable as a plain mutex).
+//! type implementing `Strategy` (plus `lock_api::RawMutex`, to be usable as a plain mutex):
+//! [`Strategy`]'s documentation says how to write one.
 
 use std::fmt::{Debug, Display};
 use std::time::Instant;
 
 /// A lock protocol and its matching way to block a thread.
+///
+/// # Writing one
+///
+/// A strategy is a lock (`lock`, `try_lock`, `unlock`, `is_locked`) and a way to wait
+/// (`Waiter`, made by `waiter`). `chan` takes the lock around every change to a channel and
+/// waits with the waiter when an operation must block, so each method answers one question
+/// a channel asks:
+///
+/// * [`lock`](Self::lock) takes the lock, however long it waits. It should be cheap when the
+///   lock is free: a channel calls it for every message.
+/// * [`try_lock`](Self::try_lock) takes it only if it is free now; it must not wait. `chan`
+///   tries first and calls a `lock_*` only when that fails, so this is the hot path.
+/// * [`unlock`](Self::unlock) releases it, and must publish what the holder wrote (Release)
+///   to the next holder (who took it with Acquire). It must not unwind, and it may be called
+///   on another thread than the locker's (see the safety section).
+/// * [`is_locked`](Self::is_locked) is a racy hint for assertions and `Debug`.
+/// * [`waiter`](Self::waiter) makes a fresh [`Waiter`], a one-shot event that a blocked
+///   sender or receiver waits on until its partner signals it. Its contract is what makes
+///   `chan` sound: read it there. You need not write one: [`NewWaiter`](crate::NewWaiter)
+///   makes this crate's (`SemWaiter::new_waiter()`), and [`Raw`](crate::Raw) turns any
+///   `lock_api::RawMutex` into a strategy with one of them.
+/// * [`with_params`](Self::with_params), [`params`](Self::params) and
+///   [`Params`](Self::Params) let a name such as `adaptive:spin_ns=0` make the lock;
+///   [`NoParams`] is for a lock without knobs.
+/// * [`first_waiter`](Self::first_waiter), [`lock_in_task`](Self::lock_in_task) and
+///   [`lock_in_hand_off`](Self::lock_in_hand_off) are tuning hooks with sensible defaults.
+///
+/// Implement `lock_api::RawMutex` as well (forwarding to these methods) to make
+/// [`Mutex<S, T>`](crate::Mutex) a plain mutex. Then [`register`](crate::register) it once
+/// to pick it by name: [`Backend`](crate::Backend) parses and lists it,
+/// [`DynLock`](crate::DynLock) runs it, and `$LOCKS_BACKEND` and `chantest --lock` name it.
+///
+/// A complete strategy, used by type, then registered and picked through `$LOCKS_BACKEND`:
+///
+/// ```
+/// use locks::{lock_api, Backend, NewWaiter, NoParams, SemWaiter, Strategy, Waiter};
+/// use std::sync::atomic::{AtomicBool, Ordering::{Acquire, Relaxed, Release}};
+///
+/// /// A test-and-set lock that yields while it waits.
+/// pub struct Tas(AtomicBool);
+///
+/// // SAFETY: `lock` and `try_lock` succeed only by swapping `false` for `true` (Acquire), and
+/// // `unlock` stores `false` (Release): one holder at a time, and each unlock happens before
+/// // the next acquisition. A store cannot unwind, on whatever thread it runs.
+/// unsafe impl Strategy for Tas {
+///     type Params = NoParams;
+///     type Waiter = SemWaiter; // borrowed: sleep on a futex until signalled
+///     const NAME: &'static str = "tas";
+///
+///     fn with_params(_: NoParams) -> Self {
+///         Tas(AtomicBool::new(false))
+///     }
+///     fn params(&self) -> NoParams {
+///         NoParams
+///     }
+///     fn waiter(&self) -> SemWaiter {
+///         SemWaiter::new_waiter()
+///     }
+///     fn lock(&self) {
+///         while !self.try_lock() {
+///             std::thread::yield_now();
+///         }
+///     }
+///     fn try_lock(&self) -> bool {
+///         !self.0.swap(true, Acquire)
+///     }
+///     unsafe fn unlock(&self) {
+///         self.0.store(false, Release);
+///     }
+///     fn is_locked(&self) -> bool {
+///         self.0.load(Relaxed)
+///     }
+/// }
+///
+/// // SAFETY: forwards to the `Strategy` impl above; it records no owner, so guards may move.
+/// unsafe impl lock_api::RawMutex for Tas {
+///     const INIT: Tas = Tas(AtomicBool::new(false));
+///     type GuardMarker = lock_api::GuardSend;
+///     fn lock(&self) {
+///         Strategy::lock(self)
+///     }
+///     fn try_lock(&self) -> bool {
+///         Strategy::try_lock(self)
+///     }
+///     unsafe fn unlock(&self) {
+///         // SAFETY: our caller holds the lock.
+///         unsafe { Strategy::unlock(self) }
+///     }
+///     fn is_locked(&self) -> bool {
+///         Strategy::is_locked(self)
+///     }
+/// }
+///
+/// // By type: a mutex that threads share.
+/// let m = std::sync::Arc::new(locks::Mutex::<Tas, u64>::new(0));
+/// let threads: Vec<_> = (0..4)
+///     .map(|_| {
+///         let m = m.clone();
+///         std::thread::spawn(move || (0..1000).for_each(|_| *m.lock() += 1))
+///     })
+///     .collect();
+/// threads.into_iter().for_each(|t| t.join().unwrap());
+/// assert_eq!(*m.lock(), 4000);
+///
+/// // By name: registered once, it is a backend like the built-ins.
+/// locks::register::<Tas>()?;
+/// assert!(Backend::all().iter().any(|b| b.name() == "tas"));
+/// std::env::set_var("LOCKS_BACKEND", "tas");
+/// let backend = Backend::from_env(Backend::DEFAULT)?;
+/// assert_eq!(backend.to_string(), "tas");
+/// let m = backend.mutex(0u32); // a DynLock running `Tas`
+/// *m.lock() += 1;
+/// let w = Strategy::waiter(&backend.raw()); // and its waiter, the strategy's own
+/// unsafe { Waiter::signal(&w) }; // SAFETY: live, never signalled before
+/// w.wait();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Safety
 ///
@@ -15,7 +133,11 @@ use std::time::Instant;
 /// or [`try_lock`](Self::try_lock) and the matching [`unlock`](Self::unlock) no other thread
 /// can take the lock, and an unlock *happens before* the next successful acquisition.
 /// `unlock` must not unwind (a lock that cannot be released leaves every channel it guards
-/// wedged), and [`Waiter`] carries its own contract.
+/// wedged), and [`Waiter`] carries its own contract. `unlock` may be called on another thread
+/// than the one that locked (`lock_api`'s `GuardSend`, which [`DynLock`](crate::DynLock)
+/// declares, allows it; `chan` itself always unlocks where it locked): a lock that cannot be
+/// released there must not reach undefined behaviour, and may abort the process instead, as
+/// [`StdLock`](crate::StdLock) does.
 pub unsafe trait Strategy: Send + Sync + Sized + 'static {
     /// Tuning knobs, parsed from a backend name such as `adaptive:spin_ns=0`.
     type Params: Params;
@@ -24,7 +146,7 @@ pub unsafe trait Strategy: Send + Sync + Sized + 'static {
     /// The strategy's name, for reports and messages. The built-in strategies are known to
     /// [`crate::Backend`] by theirs (`"spin"`, `"sem"`, `"adaptive"`; `"dyn"` for
     /// [`DynLock`](crate::DynLock), which is whichever strategy its backend names); a
-    /// strategy of your own is not, whatever its name, since `Backend` lists only those.
+    /// strategy of your own is known by its name once [`register`](crate::register)ed.
     const NAME: &'static str;
 
     /// An unlocked lock with the given parameters.

@@ -33,20 +33,33 @@ use std::thread;
 
 /// Runs the workload once with `backend`'s lock and sender threads.
 pub(crate) fn run(backend: &Backend, spec: &Spec<'_>) -> Result<Sample, Error> {
-    run_with(backend, spec, Threads)
+    crate::lanes::run(backend, spec, Driver::Threads)
 }
 
-/// Runs the workload once with `backend`'s lock, monomorphized for its strategy, driven by
-/// `drive`.
-pub(super) fn run_with(
-    backend: &Backend,
+/// Who runs the workload on a lane's channel: a [`Drive`] named by value, so that a lane's
+/// compiled code ([`lane`]) is one function pointer per strategy, whoever drives it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Driver {
+    /// Sender threads, this thread receiving ([`Threads`]).
+    Threads,
+    /// Tasks on a runtime of this flavor ([`super::task`]).
+    Tasks(super::task::Flavor),
+}
+
+/// Runs the workload once with the lock `S` and its parameters, monomorphized for `S`: the
+/// code of a lane ([`crate::lanes`]), compiled where the lane is added.
+pub(crate) fn lane<S: Strategy>(
+    params: S::Params,
     spec: &Spec<'_>,
-    drive: impl Drive,
+    driver: Driver,
 ) -> Result<Sample, Error> {
-    backend.visit(Run(spec, drive))
+    match driver {
+        Driver::Threads => Run(spec, Threads).visit::<S>(params),
+        Driver::Tasks(flavor) => Run(spec, super::task::Tasks(flavor)).visit::<S>(params),
+    }
 }
 
-/// Who sends and receives, on a channel made ready by [`run_with`].
+/// Who sends and receives, on a channel made ready by [`lane`].
 pub(super) trait Drive {
     /// Runs the workload on `c`: senders turn each tag into a message with `make`, the
     /// receiver turns each message back into its tag with `open` (which may find it damaged)

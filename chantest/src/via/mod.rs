@@ -36,6 +36,8 @@ pub(crate) mod spec;
 mod stream;
 mod task;
 
+pub(crate) use chan::{lane, Driver};
+
 use crate::error::{usage, Error};
 use crate::model::{Sample, Via};
 use locks::Backend;

@@ -21,7 +21,7 @@
 //! time and context switches are the whole process's, every worker thread included.
 
 use super::chan::{
-    closed_early, faulty_seqs, one_too_many, run_with, Clocks, Drive, Make, Open, SenderGuard,
+    closed_early, faulty_seqs, one_too_many, Clocks, Drive, Make, Open, SenderGuard,
 };
 use super::ends::{AsyncRx, AsyncTx};
 use super::record;
@@ -45,12 +45,12 @@ pub(crate) enum Flavor {
 
 /// Runs the workload once with tasks on a runtime of `flavor` and `backend`'s lock.
 pub(crate) fn run(flavor: Flavor, backend: &Backend, spec: &Spec<'_>) -> Result<Sample, Error> {
-    run_with(backend, spec, Tasks(flavor))
+    crate::lanes::run(backend, spec, super::chan::Driver::Tasks(flavor))
 }
 
 /// Sender and receiver tasks on a runtime of this flavor.
 #[derive(Clone, Copy, Debug)]
-struct Tasks(Flavor);
+pub(super) struct Tasks(pub(super) Flavor);
 
 impl Drive for Tasks {
     fn drive<T: Send + 'static, S: Strategy>(
