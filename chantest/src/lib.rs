@@ -48,8 +48,7 @@
 //
 // The two-process transports start chantest again as their peer (`chantest --peer …`, see
 // `via::peer`), which is recognised here before any flag is parsed. The stress test under
-// hostile conditions, once `chantest soak`, is a crate of its own (`cargo run --release -p
-// soak --`); `chantest soak` now says so and exits 2.
+// hostile conditions is `chansoak`, in `soak/`.
 
 mod affinity;
 mod against;
@@ -100,12 +99,6 @@ pub fn main_with(locks: Locks) -> ExitCode {
     }
     // Before any thread starts (see the module).
     reaper::install();
-    if std::env::args_os().nth(1).is_some_and(|a| a == "soak") {
-        eprintln!(
-            "chantest: the soak is a crate of its own now: cargo run --release -p soak -- [FLAGS]"
-        );
-        return ExitCode::from(2);
-    }
     match run() {
         Ok(code) => code,
         Err(e) => {
