@@ -62,7 +62,7 @@ Examples:
                                            re-run this side until decided or 60 s are spent
   chantest --calibrate --runs 40,20 --budget 45s
                                            false-alarm and detection rates on this machine
-  chantest --plain -R 3                    bare total ns per run, like Plan 9's chantest
+  chantest --format plain -R 3             bare total ns per run, like Plan 9's chantest
   chantest --via chan,pipe,unix -M 1,2,8   the same workload through the kernel, beside chan
   chantest --via chan,task,task-mt -O 10 -M 8
                                            the channel with threads and with tasks
@@ -184,8 +184,8 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 
-    /// Print only the total nanoseconds of each run, one per line
-    #[arg(long, conflicts_with_all = ["format", "baseline", "compare"])]
+    /// `--format plain`, by its older name (hidden: `--format` lists it)
+    #[arg(long, hide = true, conflicts_with_all = ["format", "baseline", "compare"])]
     pub plain: bool,
 
     /// Draw ns per message against M as SVG: one line per backend, one panel per O
@@ -542,8 +542,6 @@ pub(crate) struct Setup {
     pub mode: Mode,
     /// How to print the results.
     pub format: Format,
-    /// Print bare totals instead.
-    pub plain: bool,
     /// `--per-process`.
     pub per_process: bool,
     /// Regression threshold.
@@ -630,6 +628,10 @@ impl Args {
                 self.reference = Some(Reference::Lock(b));
             }
         }
+        if self.plain {
+            self.format = Format::Plain;
+        }
+        check_plain(&self)?;
         let counting = self.metric == Metric::Instructions;
         // Read before the flags are taken apart below.
         let lock_flags = (
@@ -801,7 +803,6 @@ impl Args {
                     budget: self.budget,
                 },
                 format: self.format,
-                plain: false,
                 per_process: false,
                 threshold,
                 budget: None,
@@ -836,7 +837,6 @@ impl Args {
             plan,
             mode,
             format: self.format,
-            plain: self.plain,
             per_process: self.per_process,
             threshold,
             budget: self.budget,
@@ -865,6 +865,28 @@ fn check_runnable(exe: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// What `--format plain` does not go with: the bare totals show no verdict and no rate, and
+/// `--plain` says the same through clap.
+fn check_plain(a: &Args) -> Result<(), Error> {
+    if a.format != Format::Plain || a.plain {
+        return Ok(());
+    }
+    let other = [
+        (a.baseline.is_some(), "--baseline"),
+        (a.compare.is_some(), "--compare"),
+        (a.against.is_some(), "--against"),
+        (a.calibrate, "--calibrate"),
+        (a.per_process, "--per-process"),
+    ];
+    match other.iter().find(|(given, _)| *given) {
+        Some((_, flag)) => Err(usage!(
+            "--format plain prints bare totals and does not go with {flag} (use table, csv, json \
+             or markdown)"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// What `--metric instructions` does not go with.
 fn check_counting(a: &Args) -> Result<(), Error> {
     let other = [
@@ -883,6 +905,10 @@ fn check_counting(a: &Args) -> Result<(), Error> {
         ),
         (a.inject_fault, "--inject-fault"),
         (a.format == Format::Csv, "--format csv (use table or json)"),
+        (
+            a.format == Format::Plain,
+            "--format plain (use table or json)",
+        ),
     ];
     match other.iter().find(|(given, _)| *given) {
         Some((_, flag)) => Err(usage!("--metric instructions does not go with {flag}")),
@@ -1082,6 +1108,7 @@ mod tests {
             ("chantest -S 4x", "not a size"),
             ("chantest -S 1G", "out of range"),
             ("chantest --plain --format csv", "cannot be used with"),
+            ("chantest --plain --format plain", "cannot be used with"),
             (
                 "chantest --compare spin,sem --lock sem",
                 "cannot be used with",

@@ -177,12 +177,7 @@ fn run() -> Result<ExitCode, Error> {
     if let Some(out) = setup.plot {
         out.write(&plot::svg(&results))?;
     }
-    let text = if setup.plain {
-        report::plain(&results)
-    } else {
-        report::render(&results, setup.format, setup.threshold)
-    };
-    print(&text)?;
+    print(&report::render(&results, setup.format, setup.threshold))?;
     Ok(status(&results))
 }
 

@@ -21,6 +21,9 @@ pub(crate) enum Format {
     /// A markdown table for documents: one row per O × M, one column per lane, each cell the
     /// median ns per message and its ratio to the reference.
     Markdown,
+    /// The total nanoseconds of each run, one per line, like Plan 9's chantest (also
+    /// `--plain`)
+    Plain,
 }
 
 /// The CSV columns, always present in this order.
@@ -67,6 +70,7 @@ pub(crate) fn render(r: &Results, format: Format, threshold: f64) -> String {
         Format::Csv => csv(r),
         Format::Json => json(r),
         Format::Markdown => markdown(r, threshold),
+        Format::Plain => plain(r),
     }
 }
 
@@ -81,7 +85,7 @@ pub(crate) fn json(r: &Results) -> String {
 }
 
 /// Total nanoseconds of every measured run, one per line, like Plan 9's chantest.
-pub(crate) fn plain(r: &Results) -> String {
+fn plain(r: &Results) -> String {
     r.cells
         .iter()
         .flat_map(|c| &c.samples)

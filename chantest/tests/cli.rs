@@ -93,18 +93,21 @@ fn json_is_the_results_document() {
     }
 }
 
+/// `--format plain`, and `--plain`, its older name, which keeps working.
 #[test]
 fn plain_prints_one_total_per_run() {
-    let out = stdout(&run(
-        &format!("{TINY} --plain -M 1,2 --lock sem,adaptive"),
-        0,
-    ));
-    let totals: Vec<u64> = out
-        .lines()
-        .map(|l| l.parse().expect("bare integer"))
-        .collect();
-    assert_eq!(totals.len(), 2 * 2 * 2, "{out}");
-    assert!(totals.iter().all(|&t| t > 0));
+    for plain in ["--format plain", "--plain"] {
+        let out = stdout(&run(
+            &format!("{TINY} {plain} -M 1,2 --lock sem,adaptive"),
+            0,
+        ));
+        let totals: Vec<u64> = out
+            .lines()
+            .map(|l| l.parse().expect("bare integer"))
+            .collect();
+        assert_eq!(totals.len(), 2 * 2 * 2, "{plain}: {out}");
+        assert!(totals.iter().all(|&t| t > 0));
+    }
 }
 
 #[test]

@@ -44,6 +44,7 @@ fn refuses_what_it_cannot_count() {
         ("--budget 10s", "does not go with --budget"),
         ("--format csv", "does not go with --format csv"),
         ("--plain", "does not go with --plain"),
+        ("--format plain", "does not go with --format plain"),
         ("--calibrate", "does not go with --calibrate"),
         ("--via shm", "--via shm runs two"),
         ("--metric cycles", "invalid value 'cycles'"),
