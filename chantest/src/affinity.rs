@@ -8,51 +8,9 @@
 //! the receiver's CPU its own however many senders there are).
 
 use crate::error::Error;
+use crate::model::Placement;
 use std::io;
 use std::mem;
-
-/// How `--pin` deals CPUs out to the receiver (thread 0) and the senders (threads 1..=M).
-/// (The variants' first lines are `--help`'s.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
-pub(crate) enum Placement {
-    /// Round-robin over every CPU, the receiver's included
-    ///
-    /// `--pin`: with more threads than CPUs, some senders share the receiver's CPU.
-    #[default]
-    Spread,
-    /// The receiver alone on the first CPU, the senders round-robin over the rest (two CPUs
-    /// or more)
-    ///
-    /// `--pin=apart`: blocked senders cannot take the receiver's CPU from it, which on a
-    /// small machine is most of what many senders cost (`docs/tuning.md`).
-    Apart,
-}
-
-impl Placement {
-    /// From the two flags a saved file or the shm ring keeps: whether pinned, and whether
-    /// apart (meaningless unless pinned).
-    pub(crate) fn from_flags(pin: bool, apart: bool) -> Option<Placement> {
-        match (pin, apart) {
-            (false, _) => None,
-            (true, false) => Some(Placement::Spread),
-            (true, true) => Some(Placement::Apart),
-        }
-    }
-
-    /// The two flags of [`from_flags`](Self::from_flags): `(pin, apart)`.
-    pub(crate) fn to_flags(pin: Option<Placement>) -> (bool, bool) {
-        (pin.is_some(), pin == Some(Placement::Apart))
-    }
-
-    /// The flag that asks for this placement, bare for the default, so that builds from
-    /// before `--pin=` took a value still understand it.
-    pub(crate) fn flag(self) -> &'static str {
-        match self {
-            Placement::Spread => "--pin",
-            Placement::Apart => "--pin=apart",
-        }
-    }
-}
 
 /// The CPUs this process may run on, in ascending order, and how they are dealt out.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,12 +4,11 @@
 //! a flag the user gave (which must agree with the baseline's cells) from one left out (which
 //! the baseline fills in).
 
-use crate::affinity::Placement;
 use crate::calibrate::Calibration;
 use crate::error::{usage, Error};
-use crate::grid::{Bounds, Grid};
+use crate::grid::Grid;
 use crate::instructions::{self, Counts};
-use crate::model::{check_size, Via, BUILD_VERSION, TAG};
+use crate::model::{check_size, Bounds, Placement, Via, BUILD_VERSION, TAG};
 use crate::plan::Plan;
 use crate::records::Results;
 use crate::report::Format;

@@ -4,65 +4,18 @@
 //! must not repeat a value: a repeated value would make two cells with the same key, which a
 //! baseline comparison could not tell apart.
 
-use crate::model::{MAX_BUFFERS, MAX_PER_SENDER, MAX_SENDERS};
+use crate::model::Bounds;
 
 /// The values of one sweep flag, in the order given, without repeats.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Grid(Vec<u64>);
 
-/// What one flag accepts: the smallest and largest value, and what to call it in messages.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Bounds {
-    /// The flag's name as the user types it, e.g. `-O`, for messages about values that did
-    /// not come from that flag (a baseline file's).
-    pub flag: &'static str,
-    /// The smallest value allowed.
-    pub min: u64,
-    /// The largest value allowed.
-    pub max: u64,
-}
-
 impl Bounds {
-    /// `-O`: channel buffers; 0 is a rendezvous channel.
-    pub(crate) const NBUF: Bounds = Bounds {
-        flag: "-O",
-        min: 0,
-        max: MAX_BUFFERS,
-    };
-    /// `-M`: sending threads.
-    pub(crate) const SENDERS: Bounds = Bounds {
-        flag: "-M",
-        min: 1,
-        max: MAX_SENDERS,
-    };
-    /// `-N`: values per sender.
-    pub(crate) const PER_SENDER: Bounds = Bounds {
-        flag: "-N",
-        min: 1,
-        max: MAX_PER_SENDER,
-    };
-    /// `-R`: measured repetitions.
-    pub(crate) const REPS: Bounds = Bounds {
-        flag: "-R",
-        min: 1,
-        max: 10_000,
-    };
-
     /// Parses one value within these bounds.
     pub(crate) fn parse_one(self, s: &str) -> Result<u64, String> {
         let v = number(s, s)?;
         self.check(v)?;
         Ok(v)
-    }
-
-    /// Whether `v` is within bounds; the error says what is allowed.
-    pub(crate) fn check(self, v: u64) -> Result<(), String> {
-        let Bounds { min, max, .. } = self;
-        if (min..=max).contains(&v) {
-            Ok(())
-        } else {
-            Err(format!("{v} is out of range (allowed: {min} to {max})"))
-        }
     }
 }
 

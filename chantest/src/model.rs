@@ -1,6 +1,7 @@
 //! The vocabulary that running and reporting share, and nothing that runs: which transport
-//! ([`Via`], [`PeerChan`]) and the limits of a run's shape, what one run measured
-//! ([`Sample`]) and on what ([`Machine`]), the names of the files and of this build.
+//! ([`Via`], [`PeerChan`]), the limits of a run's shape ([`Bounds`]) and where its threads
+//! run ([`Placement`]), what one run measured ([`Sample`]) and on what ([`Machine`]), the
+//! names of the files and of this build. It imports nothing from the rest of chantest.
 //!
 //! The records ([`crate::records`]), the verdicts ([`crate::verdict`]) and the reports
 //! ([`crate::report`], [`crate::plot`]) import these from here, never from the code that runs
@@ -27,6 +28,55 @@ pub(crate) const MAX_PER_SENDER: u64 = (1 << SEQ_BITS) - 1;
 pub(crate) const MAX_SENDERS: u64 = 4096;
 /// The most channel buffers (the channel may allocate them up front).
 pub(crate) const MAX_BUFFERS: u64 = 1 << 20;
+
+/// What one flag accepts: the smallest and largest value, and what to call it in messages.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    /// The flag's name as the user types it, e.g. `-O`, for messages about values that did
+    /// not come from that flag (a baseline file's).
+    pub flag: &'static str,
+    /// The smallest value allowed.
+    pub min: u64,
+    /// The largest value allowed.
+    pub max: u64,
+}
+
+impl Bounds {
+    /// `-O`: channel buffers; 0 is a rendezvous channel.
+    pub(crate) const NBUF: Bounds = Bounds {
+        flag: "-O",
+        min: 0,
+        max: MAX_BUFFERS,
+    };
+    /// `-M`: sending threads.
+    pub(crate) const SENDERS: Bounds = Bounds {
+        flag: "-M",
+        min: 1,
+        max: MAX_SENDERS,
+    };
+    /// `-N`: values per sender.
+    pub(crate) const PER_SENDER: Bounds = Bounds {
+        flag: "-N",
+        min: 1,
+        max: MAX_PER_SENDER,
+    };
+    /// `-R`: measured repetitions.
+    pub(crate) const REPS: Bounds = Bounds {
+        flag: "-R",
+        min: 1,
+        max: 10_000,
+    };
+
+    /// Whether `v` is within bounds; the error says what is allowed.
+    pub(crate) fn check(self, v: u64) -> Result<(), String> {
+        let Bounds { min, max, .. } = self;
+        if (min..=max).contains(&v) {
+            Ok(())
+        } else {
+            Err(format!("{v} is out of range (allowed: {min} to {max})"))
+        }
+    }
+}
 
 /// Bytes of the tag, the seed's ulong: the smallest message.
 pub(crate) const TAG: usize = 8;
@@ -101,6 +151,49 @@ pub(crate) struct Machine {
     pub kernel: String,
     /// `uname -m`.
     pub arch: String,
+}
+
+/// How `--pin` deals CPUs out to the receiver (thread 0) and the senders (threads 1..=M).
+/// (The variants' first lines are `--help`'s.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(crate) enum Placement {
+    /// Round-robin over every CPU, the receiver's included
+    ///
+    /// `--pin`: with more threads than CPUs, some senders share the receiver's CPU.
+    #[default]
+    Spread,
+    /// The receiver alone on the first CPU, the senders round-robin over the rest (two CPUs
+    /// or more)
+    ///
+    /// `--pin=apart`: blocked senders cannot take the receiver's CPU from it, which on a
+    /// small machine is most of what many senders cost (`docs/tuning.md`).
+    Apart,
+}
+
+impl Placement {
+    /// From the two flags a saved file or the shm ring keeps: whether pinned, and whether
+    /// apart (meaningless unless pinned).
+    pub(crate) fn from_flags(pin: bool, apart: bool) -> Option<Placement> {
+        match (pin, apart) {
+            (false, _) => None,
+            (true, false) => Some(Placement::Spread),
+            (true, true) => Some(Placement::Apart),
+        }
+    }
+
+    /// The two flags of [`from_flags`](Self::from_flags): `(pin, apart)`.
+    pub(crate) fn to_flags(pin: Option<Placement>) -> (bool, bool) {
+        (pin.is_some(), pin == Some(Placement::Apart))
+    }
+
+    /// The flag that asks for this placement, bare for the default, so that builds from
+    /// before `--pin=` took a value still understand it.
+    pub(crate) fn flag(self) -> &'static str {
+        match self {
+            Placement::Spread => "--pin",
+            Placement::Apart => "--pin=apart",
+        }
+    }
 }
 
 /// What carries the messages.

@@ -4,9 +4,8 @@
 //! name every cell the run will make, in report order, and a [`Key`] is how a cell is found
 //! again in a saved file or another build's output. Nothing here runs anything.
 
-use crate::affinity::Placement;
 use crate::grid::Grid;
-use crate::model::Via;
+use crate::model::{Placement, Via};
 use crate::records::{Key, NO_LOCK};
 use locks::Backend;
 

@@ -3,10 +3,9 @@
 //! The raw samples are the record; every summary (medians, per-message figures, ratios) is
 //! derived from them, is recomputed after loading, and is never trusted from a file.
 
-use crate::affinity::Placement;
 use crate::error::{usage, Error};
-use crate::grid::{Bounds, Grid};
-use crate::model::{check_size, Machine, Sample, Via, COUNTS_FORMAT, TAG};
+use crate::grid::Grid;
+use crate::model::{check_size, Bounds, Machine, Placement, Sample, Via, COUNTS_FORMAT, TAG};
 use locks::Backend;
 use serde::{Deserialize, Serialize};
 use std::fmt;

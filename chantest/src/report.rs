@@ -1,8 +1,7 @@
 //! Printing results: an aligned table for people, a markdown table for documents (the README's
 //! result tables), CSV and JSON for programs, and Plan 9's bare nanoseconds.
 
-use crate::affinity::Placement;
-use crate::model::{PeerChan, Via, HAVE_TSC, TAG};
+use crate::model::{PeerChan, Placement, Via, HAVE_TSC, TAG};
 use crate::records::Results;
 use crate::records::Verdict;
 use crate::verdict::CONFIDENCE;

@@ -6,9 +6,9 @@
 //! other load, thermal state) then falls on every lane alike, so their ratios and a
 //! `--compare` verdict are not biased by run order.
 
-use crate::affinity::{Cpus, Placement};
+use crate::affinity::Cpus;
 use crate::error::Error;
-use crate::model::{Machine, Sample, Via};
+use crate::model::{Machine, Placement, Sample, Via};
 use crate::plan::{Lane, Plan, WARMUP};
 use crate::progress::Progress;
 use crate::records::{Cell, Params, Results, Summary, FORMAT, VERSION};
@@ -154,7 +154,8 @@ pub(crate) fn records(plan: &Plan, measured: Vec<Measured>, machine: Machine) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grid::{Bounds, Grid};
+    use crate::grid::Grid;
+    use crate::model::Bounds;
     use locks::Backend;
 
     #[test]

@@ -24,8 +24,8 @@
 
 use super::futex;
 use super::spec::Alive;
-use crate::affinity::Placement;
 use crate::error::Error;
+use crate::model::Placement;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
