@@ -7,10 +7,10 @@
 use crate::calibrate::Calibration;
 use crate::error::{usage, Error};
 use crate::grid::Grid;
-use crate::instructions::{self, Counts};
+use crate::instructions;
 use crate::model::{check_size, Bounds, Placement, Via, BUILD_VERSION, TAG};
 use crate::plan::Plan;
-use crate::records::Results;
+use crate::records::{Counts, Results};
 use crate::report::Format;
 use crate::via::shm;
 use clap::Parser;

@@ -33,19 +33,17 @@ use crate::against::{self, Side};
 use crate::child;
 use crate::error::{usage, Error};
 use crate::model::Via;
-use crate::model::COUNTS_FORMAT as FORMAT;
 use crate::plan::{Lane, Plan, WARMUP};
 use crate::progress::Progress;
-use crate::records::{median_sorted, Key, Params, Verdict};
+use crate::records::{
+    median_sorted, CountCell, CountChange, Counts, Params, Verdict, COUNTS_FORMAT, COUNTS_VERSION,
+};
 use crate::report::Format;
-use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Its schema version.
-pub(crate) const VERSION: u32 = 1;
 /// Default N in this mode: enough messages that the difference dwarfs the noise (a few
 /// hundred instructions in tens of millions), few enough that a run takes seconds.
 pub(crate) const DEFAULT_PER_SENDER: u64 = 16384;
@@ -69,172 +67,6 @@ pub(crate) enum Old {
     Build(PathBuf),
     /// Counts saved earlier.
     File(Box<Counts>, PathBuf),
-}
-
-/// What `--format json` prints and `--save` writes in this mode.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Counts {
-    /// Always [`FORMAT`].
-    pub format: String,
-    /// Always [`VERSION`].
-    pub version: u32,
-    /// What was asked for; `N` is the larger run size, `reps` the repetitions.
-    pub params: Params,
-    /// The CPU the runs were pinned to.
-    pub cpu: usize,
-    /// One per lane × O × M, in report order.
-    pub cells: Vec<CountCell>,
-    /// Comparisons, with `--against` or `--baseline`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<CountChange>,
-}
-
-/// One cell's counts.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct CountCell {
-    /// The backend, or `-`.
-    pub lock: String,
-    /// The transport.
-    pub via: String,
-    /// Channel buffers.
-    #[serde(rename = "O")]
-    pub nbuf: u64,
-    /// Senders.
-    #[serde(rename = "M")]
-    pub senders: u64,
-    /// Values per sender of the larger run (the smaller ran half as many).
-    #[serde(rename = "N")]
-    pub per_sender: u64,
-    /// Bytes per message.
-    #[serde(rename = "S")]
-    pub size: u64,
-    /// Plan 9's global channel lock.
-    pub global_lock: bool,
-    /// Rounds each process ran (warm-up included).
-    pub rounds: u64,
-    /// Ir of each repetition's smaller run.
-    pub ir_half: Vec<u64>,
-    /// Ir of each repetition's larger run.
-    pub ir_full: Vec<u64>,
-}
-
-/// One cell compared.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct CountChange {
-    /// The cell's backend.
-    pub lock: String,
-    /// The cell's transport.
-    pub via: String,
-    /// What it is compared against: the other build, briefly, or `baseline`.
-    pub against: String,
-    /// Channel buffers.
-    #[serde(rename = "O")]
-    pub nbuf: u64,
-    /// Senders.
-    #[serde(rename = "M")]
-    pub senders: u64,
-    /// Old instructions per message (median over repetitions); none when the counts fell as
-    /// N doubled, which no count of work can do.
-    pub old_per_msg: Option<f64>,
-    /// New instructions per message, likewise.
-    pub new_per_msg: Option<f64>,
-    /// new / old, when both are counts.
-    pub ratio: Option<f64>,
-    /// The conclusion.
-    pub verdict: Verdict,
-    /// Why nothing was decided, when the counts themselves forbid it (see [`judge`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
-}
-
-impl CountCell {
-    fn key(&self) -> Key {
-        Key {
-            lock: self.lock.clone(),
-            via: self.via.clone(),
-            nbuf: self.nbuf,
-            senders: self.senders,
-            per_sender: self.per_sender,
-            size: self.size,
-            global_lock: self.global_lock,
-        }
-    }
-
-    /// Instructions per message of each repetition.
-    pub(crate) fn per_msg(&self) -> Vec<f64> {
-        let via = self.via.parse().unwrap_or(Via::Chan);
-        let half = via.messages(self.senders, self.per_sender / 2);
-        let full = via.messages(self.senders, self.per_sender);
-        let msgs = self.rounds.max(1) as f64 * (full - half);
-        self.ir_half
-            .iter()
-            .zip(&self.ir_full)
-            .map(|(&a, &b)| (b as f64 - a as f64) / msgs)
-            .collect()
-    }
-
-    fn median(&self) -> f64 {
-        let mut v = self.per_msg();
-        v.sort_by(f64::total_cmp);
-        if v.is_empty() {
-            f64::NAN
-        } else {
-            median_sorted(&v)
-        }
-    }
-}
-
-impl Counts {
-    /// Reads a file `--save` wrote in this mode.
-    pub(crate) fn load(path: &Path) -> Result<Counts, Error> {
-        let name = path.display();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| usage!("cannot read baseline {name}: {e}"))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|_| usage!("baseline {name} is not JSON"))?;
-        match v.get("format").and_then(|f| f.as_str()) {
-            Some(FORMAT) => {}
-            Some(crate::records::FORMAT) => {
-                return Err(usage!(
-                    "baseline {name} holds wall times: compare it without --metric \
-                     instructions, or save counts with --metric instructions --save"
-                ))
-            }
-            _ => {
-                return Err(usage!(
-                    "baseline {name} is not a chantest instructions file"
-                ))
-            }
-        }
-        let c: Counts = serde_json::from_value(v)
-            .map_err(|e| usage!("baseline {name} is not a chantest instructions file: {e}"))?;
-        if c.version != VERSION {
-            return Err(usage!(
-                "baseline {name} has schema version {} (this chantest reads {VERSION})",
-                c.version
-            ));
-        }
-        if let Some(bad) = c
-            .cells
-            .iter()
-            .find(|x| x.ir_half.is_empty() || x.ir_half.len() != x.ir_full.len())
-        {
-            return Err(usage!("baseline {name}: cell {} has no counts", bad.key()));
-        }
-        Ok(c)
-    }
-
-    fn cell(&self, key: &Key) -> Option<&CountCell> {
-        self.cells.iter().find(|c| &c.key() == key)
-    }
-
-    /// Whether any cell regressed; whether any is inconclusive.
-    pub(crate) fn status(&self) -> (bool, bool) {
-        (
-            self.changes.iter().any(|c| c.verdict == Verdict::Regressed),
-            self.changes.iter().any(|c| !c.verdict.decided()),
-        )
-    }
 }
 
 /// Whether `valgrind` is an executable file on `PATH`.
@@ -388,8 +220,8 @@ fn count_all(
 fn empty(plan: &Plan, cpu: usize) -> Counts {
     let lock = |i: usize| plan.backends[i].to_string();
     Counts {
-        format: FORMAT.into(),
-        version: VERSION,
+        format: COUNTS_FORMAT.into(),
+        version: COUNTS_VERSION,
         params: Params {
             locks: (0..plan.backends.len()).map(lock).collect(),
             reference: lock(plan.reference),

@@ -16,10 +16,6 @@ use std::str::FromStr;
 pub(crate) const BUILD_VERSION: &str =
     concat!(env!("CARGO_PKG_VERSION"), " (", env!("CHANTEST_BUILD"), ")");
 
-/// The `format` field of a counts document (`--metric instructions`; see
-/// [`crate::instructions`]), which a results file is not.
-pub(crate) const COUNTS_FORMAT: &str = "chantest-instructions";
-
 /// Bits of a value that hold the sender's sequence number; the sender's id sits above them.
 pub(crate) const SEQ_BITS: u32 = 40;
 /// The most values one sender may send.

@@ -1,11 +1,12 @@
-//! The results of a sweep: what `--format json` prints, `--save` writes and `--baseline` reads.
+//! The results of a sweep: what `--format json` prints, `--save` writes and `--baseline` reads;
+//! in wall time ([`Results`]) or, with `--metric instructions`, in instructions ([`Counts`]).
 //!
 //! The raw samples are the record; every summary (medians, per-message figures, ratios) is
 //! derived from them, is recomputed after loading, and is never trusted from a file.
 
 use crate::error::{usage, Error};
 use crate::grid::Grid;
-use crate::model::{check_size, Bounds, Machine, Placement, Sample, Via, COUNTS_FORMAT, TAG};
+use crate::model::{check_size, Bounds, Machine, Placement, Sample, Via, TAG};
 use locks::Backend;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -16,6 +17,11 @@ pub(crate) const FORMAT: &str = "chantest-results";
 /// The schema version this build reads and writes. Files from before `--via` and `-S` are
 /// still version 1: their missing fields mean `chan` and 8 bytes, which is what they ran.
 pub(crate) const VERSION: u32 = 1;
+/// The `format` field of a counts document ([`Counts`], `--metric instructions`), which a
+/// results file is not.
+pub(crate) const COUNTS_FORMAT: &str = "chantest-instructions";
+/// The schema version of [`Counts`] this build reads and writes.
+pub(crate) const COUNTS_VERSION: u32 = 1;
 
 fn default_vias() -> Vec<String> {
     vec![Via::Chan.name().to_string()]
@@ -670,6 +676,176 @@ impl fmt::Display for Verdict {
             Verdict::Ok => "ok",
             Verdict::Inconclusive => "inconclusive",
         })
+    }
+}
+
+/// The results of `--metric instructions`: what `--format json` prints and `--save` writes
+/// in that mode, and what `--baseline` reads in it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Counts {
+    /// Always [`COUNTS_FORMAT`].
+    pub format: String,
+    /// Always [`COUNTS_VERSION`].
+    pub version: u32,
+    /// What was asked for; `N` is the larger run size, `reps` the repetitions.
+    pub params: Params,
+    /// The CPU the runs were pinned to.
+    pub cpu: usize,
+    /// One per lane × O × M, in report order.
+    pub cells: Vec<CountCell>,
+    /// Comparisons, with `--against` or `--baseline`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<CountChange>,
+}
+
+/// One cell's counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CountCell {
+    /// The backend, or `-`.
+    pub lock: String,
+    /// The transport.
+    pub via: String,
+    /// Channel buffers.
+    #[serde(rename = "O")]
+    pub nbuf: u64,
+    /// Senders.
+    #[serde(rename = "M")]
+    pub senders: u64,
+    /// Values per sender of the larger run (the smaller ran half as many).
+    #[serde(rename = "N")]
+    pub per_sender: u64,
+    /// Bytes per message.
+    #[serde(rename = "S")]
+    pub size: u64,
+    /// Plan 9's global channel lock.
+    pub global_lock: bool,
+    /// Rounds each process ran (warm-up included).
+    pub rounds: u64,
+    /// Ir of each repetition's smaller run.
+    pub ir_half: Vec<u64>,
+    /// Ir of each repetition's larger run.
+    pub ir_full: Vec<u64>,
+}
+
+/// One cell compared.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CountChange {
+    /// The cell's backend.
+    pub lock: String,
+    /// The cell's transport.
+    pub via: String,
+    /// What it is compared against: the other build, briefly, or `baseline`.
+    pub against: String,
+    /// Channel buffers.
+    #[serde(rename = "O")]
+    pub nbuf: u64,
+    /// Senders.
+    #[serde(rename = "M")]
+    pub senders: u64,
+    /// Old instructions per message (median over repetitions); none when the counts fell as
+    /// N doubled, which no count of work can do.
+    pub old_per_msg: Option<f64>,
+    /// New instructions per message, likewise.
+    pub new_per_msg: Option<f64>,
+    /// new / old, when both are counts.
+    pub ratio: Option<f64>,
+    /// The conclusion.
+    pub verdict: Verdict,
+    /// Why nothing was decided, when the counts themselves forbid it (see [`crate::instructions::judge`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl CountCell {
+    /// What identifies the cell across runs.
+    pub(crate) fn key(&self) -> Key {
+        Key {
+            lock: self.lock.clone(),
+            via: self.via.clone(),
+            nbuf: self.nbuf,
+            senders: self.senders,
+            per_sender: self.per_sender,
+            size: self.size,
+            global_lock: self.global_lock,
+        }
+    }
+
+    /// Instructions per message of each repetition.
+    pub(crate) fn per_msg(&self) -> Vec<f64> {
+        let via = self.via.parse().unwrap_or(Via::Chan);
+        let half = via.messages(self.senders, self.per_sender / 2);
+        let full = via.messages(self.senders, self.per_sender);
+        let msgs = self.rounds.max(1) as f64 * (full - half);
+        self.ir_half
+            .iter()
+            .zip(&self.ir_full)
+            .map(|(&a, &b)| (b as f64 - a as f64) / msgs)
+            .collect()
+    }
+
+    /// The median of [`per_msg`](Self::per_msg), NaN when there are no counts.
+    pub(crate) fn median(&self) -> f64 {
+        let mut v = self.per_msg();
+        v.sort_by(f64::total_cmp);
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            median_sorted(&v)
+        }
+    }
+}
+
+impl Counts {
+    /// Reads a file `--save` wrote in this mode.
+    pub(crate) fn load(path: &Path) -> Result<Counts, Error> {
+        let name = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage!("cannot read baseline {name}: {e}"))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|_| usage!("baseline {name} is not JSON"))?;
+        match v.get("format").and_then(|f| f.as_str()) {
+            Some(COUNTS_FORMAT) => {}
+            Some(FORMAT) => {
+                return Err(usage!(
+                    "baseline {name} holds wall times: compare it without --metric \
+                     instructions, or save counts with --metric instructions --save"
+                ))
+            }
+            _ => {
+                return Err(usage!(
+                    "baseline {name} is not a chantest instructions file"
+                ))
+            }
+        }
+        let c: Counts = serde_json::from_value(v)
+            .map_err(|e| usage!("baseline {name} is not a chantest instructions file: {e}"))?;
+        if c.version != COUNTS_VERSION {
+            return Err(usage!(
+                "baseline {name} has schema version {} (this chantest reads {COUNTS_VERSION})",
+                c.version
+            ));
+        }
+        if let Some(bad) = c
+            .cells
+            .iter()
+            .find(|x| x.ir_half.is_empty() || x.ir_half.len() != x.ir_full.len())
+        {
+            return Err(usage!("baseline {name}: cell {} has no counts", bad.key()));
+        }
+        Ok(c)
+    }
+
+    /// The cell of `key`, if counted.
+    pub(crate) fn cell(&self, key: &Key) -> Option<&CountCell> {
+        self.cells.iter().find(|c| &c.key() == key)
+    }
+
+    /// Whether any cell regressed; whether any is inconclusive.
+    pub(crate) fn status(&self) -> (bool, bool) {
+        (
+            self.changes.iter().any(|c| c.verdict == Verdict::Regressed),
+            self.changes.iter().any(|c| !c.verdict.decided()),
+        )
     }
 }
 
