@@ -10,10 +10,10 @@ use crate::grid::Grid;
 use crate::instructions;
 use crate::model::{check_size, Bounds, Placement, Via, BUILD_VERSION, TAG};
 use crate::plan::Plan;
-use crate::records::{Counts, Results};
+use crate::records::{Counts, Params, Results};
 use crate::report::Format;
 use crate::via::shm;
-use clap::Parser;
+use clap::{ArgGroup, Parser};
 use locks::Backend;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -125,6 +125,8 @@ duplicated, reordered or damaged, or a transport failed mid-run (e.g. its peer p
 /// arrive exactly once and in order.
 #[derive(Debug, Parser)]
 #[command(name = "chantest", version = BUILD_VERSION, after_help = EXAMPLES, max_term_width = 100)]
+// The modes that compare or calibrate are one of a kind: clap refuses two of them together.
+#[command(group = ArgGroup::new("mode").args(["against", "baseline", "compare", "calibrate"]))]
 pub(crate) struct Args {
     /// Channel buffers: a value, a list or a range, e.g. 0,1,10,100 or 1..4,8 [default: 10]
     #[arg(short = 'O', value_name = "NBUF", value_parser = nbuf, allow_negative_numbers = true)]
@@ -184,7 +186,11 @@ pub(crate) struct Args {
     pub format: Format,
 
     /// `--format plain`, by its older name (hidden: `--format` lists it)
-    #[arg(long, hide = true, conflicts_with_all = ["format", "baseline", "compare"])]
+    #[arg(
+        long,
+        hide = true,
+        conflicts_with_all = ["format", "against", "baseline", "compare", "calibrate"]
+    )]
     pub plain: bool,
 
     /// Draw ns per message against M as SVG: one line per backend, one panel per O
@@ -196,7 +202,7 @@ pub(crate) struct Args {
     pub save: Option<PathBuf>,
 
     /// Re-run the cells of a --save file and flag regressions (exit 1)
-    #[arg(long, value_name = "FILE", conflicts_with = "compare")]
+    #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
 
     /// Run backends A and B in alternation and flag B if slower than A (exit 1); A may be a
@@ -207,11 +213,7 @@ pub(crate) struct Args {
 
     /// Run every cell with this build and with another chantest binary, one process per
     /// repetition each, taking turns; flag cells where this build is slower (exit 1)
-    #[arg(
-        long,
-        value_name = "OLD_CHANTEST",
-        conflicts_with_all = ["baseline", "compare", "plain", "calibrate"]
-    )]
+    #[arg(long, value_name = "OLD_CHANTEST")]
     pub against: Option<PathBuf>,
 
     /// With --against, --baseline, --compare or --calibrate: keep adding repetitions to
@@ -221,13 +223,14 @@ pub(crate) struct Args {
         long,
         value_name = "DURATION",
         value_parser = duration,
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        requires = "mode"
     )]
     pub budget: Option<std::time::Duration>,
 
     /// Measure this machine's false-alarm rate (A/A: adaptive against itself) and detection
     /// rate (A/A': adaptive with --hold-ns against adaptive), each run as --against would
-    #[arg(long, conflicts_with_all = ["baseline", "compare", "plain", "save", "plot"])]
+    #[arg(long, conflicts_with_all = ["save", "plot"])]
     pub calibrate: bool,
 
     /// With --calibrate: the slowdown put into A', ns busy-waited inside every critical section
@@ -237,7 +240,8 @@ pub(crate) struct Args {
         value_name = "NS",
         default_value_t = DEFAULT_HOLD_NS,
         value_parser = hold_ns,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        requires = "calibrate"
     )]
     pub hold_ns: u32,
 
@@ -247,7 +251,8 @@ pub(crate) struct Args {
         value_name = "AA,AB",
         default_value = "10,10",
         value_parser = run_counts,
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        requires = "calibrate"
     )]
     pub runs: RunCounts,
 
@@ -283,7 +288,10 @@ pub(crate) struct Args {
     /// Run each repetition of each cell in a fresh chantest process, lanes rotated, as
     /// --against runs each side: no lane shares a process with another (with --compare, A
     /// and B take turns, and --budget adds processes)
-    #[arg(long, conflicts_with_all = ["against", "calibrate", "plain", "inject_fault"])]
+    #[arg(
+        long,
+        conflicts_with_all = ["against", "baseline", "calibrate", "plain", "inject_fault"]
+    )]
     pub per_process: bool,
 
     /// For testing the check: make sender 0 send one value twice (exit 3)
@@ -495,7 +503,34 @@ pub(crate) fn parse() -> Result<Args, Error> {
     pin_hint(&args)?;
     Args::try_parse().map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
+        clap::error::ErrorKind::MissingRequiredArgument => match needs(&args) {
+            Some((flag, why)) => usage!("{flag} {why}"),
+            None => usage!("{}", one_line(&e.to_string(), "--help")),
+        },
         _ => usage!("{}", one_line(&e.to_string(), "--help")),
+    })
+}
+
+/// The flags that clap refuses without another (their `requires`), and what they go with:
+/// clap names only the flag that is missing, not the one of the user's that wanted it.
+const NEEDS: &[(&str, &str)] = &[
+    (
+        "--budget",
+        "goes with --against, --baseline, --compare or --calibrate, where it buys repetitions \
+         for undecided verdicts (with --metric instructions, only with --against, where it \
+         bounds how long the other build may take to answer)",
+    ),
+    ("--hold-ns", "goes with --calibrate"),
+    ("--runs", "goes with --calibrate"),
+];
+
+/// The first flag of `args` in [`NEEDS`], and what it goes with.
+fn needs(args: &[String]) -> Option<(&'static str, &'static str)> {
+    args.iter().find_map(|a| {
+        NEEDS.iter().copied().find(|(flag, _)| {
+            a.strip_prefix(flag)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+        })
     })
 }
 
@@ -517,11 +552,17 @@ fn pin_hint(args: &[String]) -> Result<(), Error> {
 /// Clap's multi-line error as one line: its first, without the `error: ` prefix, and with
 /// the pointer to `help` (the command's `--help`) it would have printed below.
 pub(crate) fn one_line(message: &str, help: &str) -> String {
-    let first = message
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid arguments");
-    let first = first.trim().trim_start_matches("error: ");
+    let mut lines = message.lines().skip_while(|l| l.trim().is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut first = first.trim().trim_start_matches("error: ").to_string();
+    // A conflict with several flags (a group of them): clap lists them indented below.
+    if first.ends_with(':') {
+        let listed: Vec<&str> = lines
+            .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+            .map(str::trim)
+            .collect();
+        first = format!("{first} {}", listed.join(", "));
+    }
     // A value outside a set: clap lists the set on a line of its own.
     let values = message
         .lines()
@@ -631,16 +672,8 @@ impl Args {
             self.format = Format::Plain;
         }
         check_plain(&self)?;
+        check_counting(&self)?;
         let counting = self.metric == Metric::Instructions;
-        // Read before the flags are taken apart below.
-        let lock_flags = (
-            self.lock.is_some(),
-            matches!(self.reference, Some(Reference::Lock(_))),
-            self.global_lock,
-        );
-        if counting {
-            check_counting(&self)?;
-        }
         let (baseline, counts) = match self.baseline.as_deref() {
             Some(p) if counting => (None, Some(Counts::load(p)?)),
             Some(p) => (Some(Results::load(p)?), None),
@@ -650,164 +683,12 @@ impl Args {
             .as_ref()
             .map(|b| &b.params)
             .or(counts.as_ref().map(|c| &c.params));
-
-        let (backends, reference) = if let Some(LockPair(a, b)) = self.compare {
-            match a {
-                Reference::Lock(a) => (vec![a, b], 0),
-                Reference::Via(_) => (vec![b], 0),
-            }
-        } else {
-            let backends = match (self.lock, from_file) {
-                (Some(LockList(l)), _) => l,
-                (None, Some(p)) => p
-                    .locks
-                    .iter()
-                    .map(|l| l.parse())
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| usage!("baseline: {e}"))?,
-                // Calibration injects its slowdown into the adaptive lock.
-                (None, None) if self.calibrate => vec![Backend::DEFAULT],
-                (None, None) => crate::lanes::defaults(),
-            };
-            let reference = match (self.reference, from_file) {
-                (Some(Reference::Lock(r)), _) => find(&backends, &r)?,
-                (Some(Reference::Via(_)), _) => 0,
-                (None, Some(p)) => backends
-                    .iter()
-                    .position(|b| b.to_string() == p.reference)
-                    .unwrap_or(0),
-                (None, None) => 0,
-            };
-            (backends, reference)
-        };
-        crate::lanes::check(&backends)?;
-
-        let (file_nbuf, file_senders) = match from_file {
-            Some(p) => p
-                .grids()
-                .map(|(o, m)| (Some(o), Some(m)))
-                .map_err(|e| usage!("baseline: {e}"))?,
-            None => (None, None),
-        };
-        let vias = match (self.via, from_file) {
-            (Some(ViaList(v)), _) => v,
-            (None, Some(p)) => p.vias().map_err(|e| usage!("baseline: {e}"))?,
-            (None, None) => match self.compare {
-                Some(LockPair(Reference::Via(a), _)) => vec![a.ours(), a],
-                _ => vec![Via::Chan],
-            },
-        };
-        let (default_n, default_r) = if counting {
-            let judged = self.against.is_some() || self.baseline.is_some();
-            (
-                instructions::DEFAULT_PER_SENDER,
-                if judged {
-                    instructions::DEFAULT_REPS_JUDGED
-                } else {
-                    instructions::DEFAULT_REPS
-                },
-            )
-        } else {
-            (DEFAULT_PER_SENDER, DEFAULT_REPS)
-        };
-        let size = self
-            .size
-            .or(from_file.map(|p| p.size))
-            .unwrap_or(DEFAULT_SIZE);
-        let plan = Plan {
-            backends,
-            reference,
-            vias,
-            size: usize::try_from(size).map_err(|_| usage!("-S {size} is too large"))?,
-            nbuf: self.nbuf.or(file_nbuf).unwrap_or(Grid::one(DEFAULT_NBUF)),
-            senders: self
-                .senders
-                .or(file_senders)
-                .unwrap_or(Grid::one(DEFAULT_SENDERS)),
-            per_sender: self
-                .per_sender
-                .or(from_file.map(|p| p.per_sender))
-                .unwrap_or(default_n),
-            reps: self
-                .reps
-                .or(from_file.map(|p| p.reps as u64))
-                .unwrap_or(default_r) as usize,
-            global_lock: self.global_lock || from_file.is_some_and(|p| p.global_lock),
-            pin: self.pin.or(from_file.and_then(|p| p.placement())),
-            fault: self.inject_fault,
-            reference_via: match (self.reference.or(self.compare.map(|c| c.0)), from_file) {
-                (Some(Reference::Via(v)), _) => Some(v),
-                (None, Some(p)) => p.reference.parse().ok().filter(|v: &Via| !v.takes_lock()),
-                _ => None,
-            },
-        };
-        check_transports(&plan, self.compare.is_some())?;
-        check_lock_flags(&plan, lock_flags)?;
-        let verdicts = self.against.is_some() || baseline.is_some() || self.compare.is_some();
-        if self.budget.is_some() && !verdicts && !self.calibrate {
-            return Err(usage!(
-                "--budget goes with --against, --baseline, --compare or --calibrate: it buys \
-                 repetitions for undecided verdicts"
-            ));
-        }
-        if self.per_process && baseline.is_some() {
-            return Err(usage!(
-                "--per-process goes with a plain sweep or --compare, not --baseline (--against \
-                 already runs one process per repetition)"
-            ));
-        }
-        if !self.calibrate && (self.hold_ns != DEFAULT_HOLD_NS || self.runs != RunCounts(10, 10)) {
-            return Err(usage!("--hold-ns and --runs go with --calibrate"));
-        }
-        if self.calibrate && plan.vias != [Via::Chan] {
-            return Err(usage!(
-                "--calibrate measures the lock over chan: leave out --via"
-            ));
-        }
-        if self.calibrate && !cfg!(feature = "test-aids") {
-            return Err(usage!(
-                "--calibrate injects hold_ns, a test aid: build chantest with --features test-aids"
-            ));
-        }
-
-        let threshold = self.threshold.unwrap_or(if counting {
-            instructions::DEFAULT_THRESHOLD
-        } else {
-            DEFAULT_THRESHOLD
-        });
+        let plan = self.plan(from_file)?;
         if let Some(exe) = &self.against {
             check_runnable(exe)?;
         }
         if counting {
-            if plan.per_sender < 2 {
-                return Err(usage!(
-                    "--metric instructions counts a run of N/2 and one of N values per sender: \
-                     -N must be at least 2, not {}",
-                    plan.per_sender
-                ));
-            }
-            instructions::check(&plan)?;
-            let old = match (counts, self.baseline, self.against) {
-                (Some(c), Some(path), _) => {
-                    instructions::check_cells(&plan, &c, &path)?;
-                    Some(instructions::Old::File(Box::new(c), path))
-                }
-                (_, _, Some(exe)) => Some(instructions::Old::Build(exe)),
-                _ => None,
-            };
-            return Ok(Setup {
-                plan,
-                mode: Mode::Instructions {
-                    old,
-                    budget: self.budget,
-                },
-                format: self.format,
-                per_process: false,
-                threshold,
-                budget: None,
-                save: self.save.map(|p| Output::open(p, "--save")).transpose()?,
-                plot: None,
-            });
+            return self.counting(plan, counts);
         }
         let mode = match baseline {
             Some(old) => {
@@ -837,11 +718,159 @@ impl Args {
             mode,
             format: self.format,
             per_process: self.per_process,
-            threshold,
+            threshold: self.threshold.unwrap_or(DEFAULT_THRESHOLD),
             budget: self.budget,
             // Opened after the baseline was read: `--save` may name the same file.
             save: self.save.map(|p| Output::open(p, "--save")).transpose()?,
             plot: self.plot.map(|p| Output::open(p, "--plot")).transpose()?,
+        })
+    }
+
+    /// The sweep: the flags given, else a baseline's parameters (`from_file`), else the
+    /// defaults, checked against what the transports can do.
+    fn plan(&self, from_file: Option<&Params>) -> Result<Plan, Error> {
+        let (backends, reference) = self.lanes(from_file)?;
+        crate::lanes::check(&backends)?;
+        let (file_nbuf, file_senders) = match from_file {
+            Some(p) => p
+                .grids()
+                .map(|(o, m)| (Some(o), Some(m)))
+                .map_err(|e| usage!("baseline: {e}"))?,
+            None => (None, None),
+        };
+        let vias = match (&self.via, from_file) {
+            (Some(ViaList(v)), _) => v.clone(),
+            (None, Some(p)) => p.vias().map_err(|e| usage!("baseline: {e}"))?,
+            (None, None) => match self.compare {
+                Some(LockPair(Reference::Via(a), _)) => vec![a.ours(), a],
+                _ => vec![Via::Chan],
+            },
+        };
+        let (default_n, default_r) = if self.metric == Metric::Instructions {
+            let judged = self.against.is_some() || self.baseline.is_some();
+            (
+                instructions::DEFAULT_PER_SENDER,
+                if judged {
+                    instructions::DEFAULT_REPS_JUDGED
+                } else {
+                    instructions::DEFAULT_REPS
+                },
+            )
+        } else {
+            (DEFAULT_PER_SENDER, DEFAULT_REPS)
+        };
+        let size = self
+            .size
+            .or(from_file.map(|p| p.size))
+            .unwrap_or(DEFAULT_SIZE);
+        let plan = Plan {
+            backends,
+            reference,
+            vias,
+            size: usize::try_from(size).map_err(|_| usage!("-S {size} is too large"))?,
+            nbuf: (self.nbuf.clone().or(file_nbuf)).unwrap_or(Grid::one(DEFAULT_NBUF)),
+            senders: (self.senders.clone().or(file_senders)).unwrap_or(Grid::one(DEFAULT_SENDERS)),
+            per_sender: self
+                .per_sender
+                .or(from_file.map(|p| p.per_sender))
+                .unwrap_or(default_n),
+            reps: self
+                .reps
+                .or(from_file.map(|p| p.reps as u64))
+                .unwrap_or(default_r) as usize,
+            global_lock: self.global_lock || from_file.is_some_and(|p| p.global_lock),
+            pin: self.pin.or(from_file.and_then(|p| p.placement())),
+            fault: self.inject_fault,
+            reference_via: match (self.reference.or(self.compare.map(|c| c.0)), from_file) {
+                (Some(Reference::Via(v)), _) => Some(v),
+                (None, Some(p)) => p.reference.parse().ok().filter(|v: &Via| !v.takes_lock()),
+                _ => None,
+            },
+        };
+        check_transports(&plan, self.compare.is_some())?;
+        check_lock_flags(
+            &plan,
+            (
+                self.lock.is_some(),
+                matches!(self.reference, Some(Reference::Lock(_))),
+                self.global_lock,
+            ),
+        )?;
+        if self.calibrate && plan.vias != [Via::Chan] {
+            return Err(usage!(
+                "--calibrate measures the lock over chan: leave out --via"
+            ));
+        }
+        if self.calibrate && !cfg!(feature = "test-aids") {
+            return Err(usage!(
+                "--calibrate injects hold_ns, a test aid: build chantest with --features test-aids"
+            ));
+        }
+        Ok(plan)
+    }
+
+    /// The lock backends and the index of the reference among them.
+    fn lanes(&self, from_file: Option<&Params>) -> Result<(Vec<Backend>, usize), Error> {
+        if let Some(LockPair(a, b)) = self.compare {
+            return Ok(match a {
+                Reference::Lock(a) => (vec![a, b], 0),
+                Reference::Via(_) => (vec![b], 0),
+            });
+        }
+        let backends = match (&self.lock, from_file) {
+            (Some(LockList(l)), _) => l.clone(),
+            (None, Some(p)) => p
+                .locks
+                .iter()
+                .map(|l| l.parse())
+                .collect::<Result<_, _>>()
+                .map_err(|e| usage!("baseline: {e}"))?,
+            // Calibration injects its slowdown into the adaptive lock.
+            (None, None) if self.calibrate => vec![Backend::DEFAULT],
+            (None, None) => crate::lanes::defaults(),
+        };
+        let reference = match (self.reference, from_file) {
+            (Some(Reference::Lock(r)), _) => find(&backends, &r)?,
+            (Some(Reference::Via(_)), _) => 0,
+            (None, Some(p)) => backends
+                .iter()
+                .position(|b| b.to_string() == p.reference)
+                .unwrap_or(0),
+            (None, None) => 0,
+        };
+        Ok((backends, reference))
+    }
+
+    /// `--metric instructions`: what to count, and what to judge the counts against.
+    fn counting(self, plan: Plan, counts: Option<Counts>) -> Result<Setup, Error> {
+        if plan.per_sender < 2 {
+            return Err(usage!(
+                "--metric instructions counts a run of N/2 and one of N values per sender: \
+                 -N must be at least 2, not {}",
+                plan.per_sender
+            ));
+        }
+        instructions::check(&plan)?;
+        let old = match (counts, self.baseline, self.against) {
+            (Some(c), Some(path), _) => {
+                instructions::check_cells(&plan, &c, &path)?;
+                Some(instructions::Old::File(Box::new(c), path))
+            }
+            (_, _, Some(exe)) => Some(instructions::Old::Build(exe)),
+            _ => None,
+        };
+        Ok(Setup {
+            plan,
+            mode: Mode::Instructions {
+                old,
+                budget: self.budget,
+            },
+            format: self.format,
+            per_process: false,
+            threshold: self.threshold.unwrap_or(instructions::DEFAULT_THRESHOLD),
+            budget: None,
+            save: self.save.map(|p| Output::open(p, "--save")).transpose()?,
+            plot: None,
         })
     }
 }
@@ -888,6 +917,9 @@ fn check_plain(a: &Args) -> Result<(), Error> {
 
 /// What `--metric instructions` does not go with.
 fn check_counting(a: &Args) -> Result<(), Error> {
+    if a.metric != Metric::Instructions {
+        return Ok(());
+    }
     let other = [
         (a.compare.is_some(), "--compare"),
         (a.calibrate, "--calibrate"),
@@ -1117,6 +1149,40 @@ mod tests {
             let e = args(line).unwrap_err();
             assert!(e.contains(want), "{line}: {e}");
             assert!(!e.contains('\n'), "{line}: {e}");
+        }
+    }
+
+    /// Clap refuses each flag of [`NEEDS`] alone, so that what `parse` says of it is said.
+    #[test]
+    fn needs_names_what_clap_requires() {
+        for (flag, _) in NEEDS {
+            let value = if *flag == "--runs" { "1,1" } else { "5" };
+            let e = Args::try_parse_from(["chantest", flag, value]).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "{flag}: {e}"
+            );
+            let given = [format!("{flag}=5s")];
+            assert_eq!(needs(&given).map(|n| n.0), Some(*flag));
+        }
+        assert_eq!(needs(&["--budgets".to_string()]), None);
+    }
+
+    /// The modes are one of a kind, whichever two are given.
+    #[test]
+    fn modes_exclude_each_other() {
+        let modes = [
+            "--against /bin/true",
+            "--baseline x.json",
+            "--compare spin,sem",
+            "--calibrate",
+        ];
+        for (i, a) in modes.iter().enumerate() {
+            for b in &modes[i + 1..] {
+                let e = args(&format!("chantest {a} {b}")).unwrap_err();
+                assert!(e.contains("cannot be used with"), "{a} {b}: {e}");
+            }
         }
     }
 

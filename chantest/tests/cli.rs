@@ -804,7 +804,7 @@ fn aided_budget_and_calibrate_flags_are_checked() {
         ),
         ("--budget 10x --calibrate", "not a duration"),
         ("--budget 0s --calibrate", "out of range"),
-        ("--hold-ns 50", "go with --calibrate"),
+        ("--hold-ns 50", "--hold-ns goes with --calibrate"),
         ("--calibrate --lock spin", "adaptive lock"),
         ("--calibrate --lock adaptive:hold_ns=5", "leave it out"),
         ("--calibrate --runs 1", "two counts"),

@@ -41,7 +41,11 @@ fn refuses_without_valgrind() {
 fn refuses_what_it_cannot_count() {
     for (extra, want) in [
         ("--compare spin,sem", "does not go with --compare"),
-        ("--budget 10s", "does not go with --budget"),
+        ("--budget 10s", "--budget goes with"),
+        (
+            "--baseline x.json --budget 10s",
+            "does not go with --budget",
+        ),
         ("--format csv", "does not go with --format csv"),
         ("--plain", "does not go with --plain"),
         ("--format plain", "does not go with --format plain"),
