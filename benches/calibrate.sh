@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The calibration figures of chantest/README.md ("Calibration: what this machine can
+# The calibration figures of docs/results.md ("Calibration: what this machine can
 # catch"): how often `chantest --against` flags an unchanged build (false alarms) and a
 # build whose adaptive lock is slower (detection), on the machine at hand,
 # for `-O 10 -M 1,8` (or the cells given).
@@ -19,7 +19,7 @@
 # or with `adaptive:hold_ns=HOLD` on the new side (A/A'): every repetition of every cell is a
 # fresh process per side, the sides taking turns. The binary is copied first, so rebuilding
 # during the run changes nothing. The full output goes to target/calibrate/LOG; the summary
-# (the last four lines) is what chantest/README.md quotes.
+# (the last four lines) is what docs/results.md quotes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

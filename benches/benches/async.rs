@@ -1,5 +1,5 @@
-//! Async send and receive between two tasks on one current-thread tokio runtime: the issue's
-//! targets (rendezvous at or below 100 ns per message, O=10 at or below 50 ns), ours next to
+//! Async send and receive between two tasks on one current-thread tokio runtime: the async
+//! work's targets (rendezvous at or below 100 ns per message, O=10 at or below 50 ns), ours next to
 //! flume, kanal, async-channel and tokio's mpsc (the last two have no rendezvous channel).
 //! The whole grid (M sender tasks, both runtimes) is chantest's (`benches/async_grid.sh`).
 //! `ours-stream-sink` is the same channel through `into_sink()`/`into_stream()` (`SinkExt::send`,

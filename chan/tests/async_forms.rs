@@ -1,4 +1,4 @@
-//! The async forms as users write them (issue 22 item 4): streams and sinks that are `Unpin`
+//! The async forms as users write them (as async Rust has them): streams and sinks that are `Unpin`
 //! (`rx.stream().next().await`, `tx.sink().send(v).await` with no `pin!`), futures that are
 //! `FusedFuture` (`futures::select!` without `.fuse()`), and futures that own their endpoint
 //! (`tokio::spawn(rx.into_recv_async())`).

@@ -193,7 +193,7 @@ fn upgrade_races_the_last_sender_drop<S: Strategy>(p: S::Params) {
     assert_eq!(won + lost, rounds);
 }
 
-/// `alt!` takes a `Chan`, a `Sender` or `Receiver`, or any reference to one (issue 18).
+/// `alt!` takes a `Chan`, a `Sender` or `Receiver`, or any reference to one (as `select!` does).
 fn alt_arms_take_references_to_any_end<S: Strategy>(p: S::Params) {
     fn by_ref<S: Strategy>(c: &Chan<i32, S>, rx: &Receiver<i32, S>, tx: &Sender<i32, S>) -> i32 {
         alt! {

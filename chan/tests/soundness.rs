@@ -817,7 +817,7 @@ const _: fn() = || {
     waiter::<<locks::Adaptive as Strategy>::Waiter>();
 };
 
-// `SendAlt` inside `tokio::spawn` on the multi-thread runtime (issue 22's alt in a spawned
+// `SendAlt` inside `tokio::spawn` on the multi-thread runtime (tokio's default; an alt in a spawned
 // task): the same protocol, its future `Send`.
 
 per_backend! {

@@ -46,6 +46,6 @@ fn alt_explains_malformed_arms() {
     }
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/alt_*.rs");
-    // `Send`-ness: an alt's future is `Send` only through `SendAlt` (issue 22).
+    // `Send`-ness: an alt's future is `Send` only through `SendAlt`, not through `Alt`.
     t.compile_fail("tests/ui/send_alt_*.rs");
 }

@@ -65,7 +65,7 @@ Examples:
   chantest --via chan,pipe,unix -M 1,2,8   the same workload through the kernel, beside chan
   chantest --via chan,task,task-mt -O 10 -M 8
                                            the channel with threads and with tasks
-  chantest --via shm,pipe -S 8k -N 20000   8 KiB messages between two processes (seed 000)
+  chantest --via shm,pipe -S 8k -N 20000   8 KiB messages between two processes (Jesup, 1991)
   chantest --via chan,unix -S 1M -N 500    1 MiB messages, every byte written and read
   chantest --via signal -N 100000          signal ping-pong: ns and cycles per signal
   chantest -O 10 -M 8 --via chan,kanal --ref kanal --lock adaptive
@@ -1013,7 +1013,7 @@ fn check_transports(plan: &Plan, compare: bool) -> Result<(), Error> {
 }
 
 /// Flags that apply only to the transports that take a lock (chan, task, task-mt), refused
-/// when `--via` has none, rather than silently ignored (issue 37: `--via kanal --ref sem`
+/// when `--via` has none, rather than silently ignored (once, `--via kanal --ref sem`
 /// printed "ratio to kanal").
 fn check_lock_flags(
     plan: &Plan,

@@ -360,7 +360,7 @@ fn a_count(x: f64) -> Option<f64> {
 /// where the schedule is (a lock that spin-waits counts its waiting, and that depends on when
 /// valgrind switches threads), so before any ratio is judged each side must show that its
 /// counts repeat: at least two counts a side, all of them positive, spread by no more than
-/// the threshold. (Issue 37: a ticket lock against itself at one count a side was called
+/// the threshold. (Before this check, a ticket lock against itself at one count a side was called
 /// REGRESSED 1.94x, and a real change printed -589.4 instructions per message.)
 pub(crate) fn judge(
     new: &[f64],
@@ -635,7 +635,7 @@ mod tests {
     #[test]
     fn counts_that_do_not_repeat_decide_nothing() {
         let t = 0.01;
-        // One count a side: the issue's ticket lock against itself, called REGRESSED 1.94x.
+        // One count a side: a user's ticket lock against itself, called REGRESSED 1.94x.
         let (r, v, why) = judge(&[194.0], &[100.0], t);
         assert_eq!((r, v), (Some(1.94), Verdict::Inconclusive));
         assert!(why.unwrap().contains("-R 2"));

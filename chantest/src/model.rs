@@ -76,7 +76,7 @@ impl Bounds {
 
 /// Bytes of the tag, the seed's ulong: the smallest message.
 pub(crate) const TAG: usize = 8;
-/// The largest message: far beyond seed 001's 1 MiB blocks, and small enough that a ring of
+/// The largest message: far beyond the socket test's 1 MiB blocks, and small enough that a ring of
 /// a few such slots fits in memory.
 pub(crate) const MAX_SIZE: u64 = 256 << 20;
 

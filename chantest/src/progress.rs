@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_cheap_first_run_does_not_silence_a_long_sweep() {
-        // Issue 37: a 515 s sweep to a file printed nothing until its table, the first run
+        // Once, a 515 s sweep to a file printed nothing until its table, the first run
         // (M=1) having been cheap. Here the first of 40 runs takes 1 s, then each 20 s.
         let t0 = Instant::now();
         let mut log = Log::new(40, t0, true);

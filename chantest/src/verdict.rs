@@ -315,7 +315,7 @@ pub(crate) const MIN_SAMPLE_NS: u64 = 5_000;
 /// Why `cell`'s samples cannot be judged, if they cannot: their median wall time is under
 /// [`MIN_SAMPLE_NS`], or their CPU time is far beyond what M senders and a receiver can spend
 /// in that wall time (twice M + 2 CPUs' worth), which means the clock missed work (a
-/// pipe's run timed at 6.9 µs of wall for 403 µs of CPU, issue 37). A higher -N cures both.
+/// pipe's run timed at 6.9 µs of wall for 403 µs of CPU, once). A higher -N cures both.
 pub(crate) fn too_short(cell: &Cell) -> Option<String> {
     let mut walls: Vec<u64> = cell.samples.iter().map(|s| s.ns).collect();
     let mut cpu_per_wall: Vec<f64> = cell
@@ -500,7 +500,7 @@ mod tests {
 
     #[test]
     fn samples_the_clock_missed_are_not_judged() {
-        // Issue 37: --compare pipe,adaptive -N 2000, a pipe sample of 6.9 us of wall for
+        // Once: --compare pipe,adaptive -N 2000, a pipe sample of 6.9 us of wall for
         // 403 us of CPU, judged a 762x regression of adaptive.
         let pipe = cell(1, &[(6_900, 403_000); 5]);
         assert!(too_short(&pipe).unwrap().contains("not timed whole"));

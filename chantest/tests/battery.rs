@@ -1,4 +1,4 @@
-//! A battery of bad invocations, as a new user types them (issue 37 tried 194): each must
+//! A battery of bad invocations, as a new user types them (one trial tried 194): each must
 //! end with the documented exit status (2, usage) within a generous time, print one
 //! `chantest: ` line that names the flag at fault and, where the flag takes one of a set,
 //! the set, and never panic. The table was made by running each line and reading what came

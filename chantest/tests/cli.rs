@@ -330,7 +330,7 @@ fn a_doctored_baseline_is_a_regression() {
     let fast = dir.join("fast.json");
     doctor(&base, &fast, |ns| ns / 1000);
     // --budget: under load one preempted repetition can leave even a thousandfold gap
-    // undecided at five (issue 37: it once read "ok"); more are added until it is decided,
+    // undecided at five (it once read "ok"); more are added until it is decided,
     // so the verdict, not the time, is tested.
     let o = run(
         &format!("--baseline {} --threshold 0.2 --budget 40s", fast.display()),

@@ -28,7 +28,7 @@ fn the_regression_recipe_works_on_a_fresh_clone() {
 
 #[test]
 fn the_chan_readme_says_early_which_features_give_which_adapters() {
-    // Issue 37: `rx.stream()` without the `stream` feature was a bare E0599.
+    // Once, `rx.stream()` without the `stream` feature was a bare E0599.
     let head: String = read("chan/README.md")
         .lines()
         .take(30)
@@ -45,8 +45,8 @@ fn the_chan_readme_says_early_which_features_give_which_adapters() {
 
 #[test]
 fn strategy_name_does_not_promise_what_backend_cannot_do() {
-    // Issue 37: it said Backend knows a strategy by its NAME, which a user's strategy it
-    // could not; issue 38: it can, once registered, and the doc says so.
+    // It once said Backend knows a strategy by its NAME, which a user's strategy it
+    // could not; now it can, once registered, and the doc says so.
     let doc = read("locks/src/strategy.rs").replace("\n    /// ", " ");
     assert!(!doc.contains("The name [`crate::Backend`] knows this strategy by"));
     assert!(doc.contains("a strategy of your own is known by its name once"));

@@ -277,7 +277,7 @@ fn a_stopped_instructions_run_leaves_no_valgrind_or_scratch() {
 
 #[test]
 fn per_process_pin_apart_on_one_cpu_names_pin_not_against() {
-    // Issue 37: `taskset -c 0 chantest --per-process --pin=apart` blamed --against.
+    // Once, `taskset -c 0 chantest --per-process --pin=apart` blamed --against.
     let o = Command::new("taskset")
         .args([
             "-c",

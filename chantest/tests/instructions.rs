@@ -193,7 +193,7 @@ fn baseline_exit_statuses() {
     ));
     assert!(out.contains("old side's counts differ by"), "{out}");
     // Counts that fell as N doubled (a lock that spin-waits can do that): no verdict, and
-    // no negative figure anywhere (issue 37 printed -589.4 instructions per message).
+    // no negative figure anywhere (a run once printed -589.4 instructions per message).
     let fell = doctor("fell.json", &|c| {
         c["ir_half"] = Value::from(vec![half; 2]);
         c["ir_full"] = Value::from(vec![half - per, half + per]);

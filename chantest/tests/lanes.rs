@@ -1,4 +1,4 @@
-//! The lanes registry (issue 38): the peers' locks, std's and parking_lot's mutexes, guard
+//! The lanes registry: the peers' locks, std's and parking_lot's mutexes, guard
 //! our channel as lanes beside ours, through every driver and in child processes; the
 //! default lanes stay ours. Tiny runs, as in `cli.rs`. (A lane of a user's own lock, through
 //! `chantest::main_with`, is `examples/own-lock/`, which CI builds and runs.)

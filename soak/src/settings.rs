@@ -8,7 +8,7 @@ pub(super) enum Which {
     /// Panicking and re-entrant wakers.
     All,
     /// Panicking and re-entrant wakers, but none panics out of `close()` or out of a
-    /// cancelled receive future's drop: the two places issue 18 found unsound in the library
+    /// cancelled receive future's drop: the two places a review found unsound in the library
     /// of its day (both fixed since), spared to soak a library from before the fixes.
     SpareKnown,
     /// Panicking wakers only.
@@ -20,7 +20,7 @@ pub(super) enum Which {
 }
 
 /// `--hostile-wakers`'s default: every hostile waker. (`spare-known` spares the two places
-/// where issue 18 found the library unsound: a `close()` that stopped at the first panicking
+/// where a review found the library unsound: a `close()` that stopped at the first panicking
 /// waker, and a cancelled receive future's drop that freed memory its claimer still wrote.
 /// Both are fixed; the mode stays for comparing against an older library.)
 pub(super) const DEFAULT: Which = Which::All;

@@ -156,8 +156,8 @@ fn hostile_wakers_panic_and_reenter_and_every_panic_is_caught() {
         + count_before(w, "alts")
         + count_before(w, "other");
     assert_eq!(caught, raised, "{w}");
-    // The default (`all`) lets close() meet panicking wakers too (issue 18's third defect is
-    // fixed), so closes may or may not have caught one in two seconds: no count is asserted.
+    // The default (`all`) lets close() meet panicking wakers too (its old stop at the first one
+    // is fixed), so closes may or may not have caught one in two seconds: no count is asserted.
     assert!(count_before(w, "re-entries") > 0, "{w}");
 
     let r = soak("--for 1s --seed 3 --tasks always --hostile-wakers none");
@@ -176,7 +176,7 @@ fn hostile_wakers_panic_and_reenter_and_every_panic_is_caught() {
 }
 
 /// `close()` with a panicking waker among its waiters must still wake every other waiter and
-/// then let the panic go on (issue 18's third defect: it used to stop at the first panicking
+/// then let the panic go on (a defect once: it used to stop at the first panicking
 /// waker, and every short soak with `all` hung).
 ///
 /// Whether a close meets a panicking waker at all is up to the schedule: alone, a 5 s run
@@ -205,7 +205,7 @@ fn panicking_wakers_in_close_leave_nobody_asleep() {
 /// A receive (or an alt) whose wake of a partner panics must not lose the value it took: a
 /// receive gives it back to its channel before the panic goes on, an alt moves it into its
 /// slot before the wake. `--strict-wakers` counts a value dropped by such an unwinding as
-/// lost (issue 18: "no value whose send returned Ok may be lost while a receiver exists").
+/// lost (the rule: "no value whose send returned Ok may be lost while a receiver exists").
 #[test]
 fn receives_that_unwind_from_a_wakers_panic_lose_nothing() {
     assert_passed(&soak("--for 5s --seed 4 --tasks always --strict-wakers"));
@@ -296,7 +296,7 @@ fn bad_flags_are_one_line_and_exit_2() {
 fn help_lists_the_flags() {
     let r = soak("--help");
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    // Issue 37: the help said today's library had a use-after-free (fixed since issue 18).
+    // The help once said today's library had a use-after-free (fixed long since).
     assert!(!r.stdout.contains("use-after-free"), "{}", r.stdout);
     for flag in [
         "--for",

@@ -10,7 +10,7 @@
 //! With `-S` above 8 the message is a `Box<[u8]>` of S bytes laid out as a [`record`]: the
 //! sender writes every byte before sending, the receiver reads every byte, and the box itself
 //! moves by ownership: no byte is copied. Spent boxes go back to the senders through a second
-//! channel, as Amiga messages went back with `ReplyMsg` (seed 000), so that a run measures the
+//! channel, as Amiga messages went back with `ReplyMsg` (Jesup, 1991), so that a run measures the
 //! channel rather than `malloc` and page faults; a sender allocates only when none is waiting.
 //!
 //! What is common to every way of running the workload on our channel (building the channel

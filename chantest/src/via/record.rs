@@ -12,7 +12,7 @@
 //! has always sent. Sizes from 9 to 15 are refused: there is no room for a checksum and no
 //! reason to want one of them.
 //!
-//! Why every byte is written and read: seed 001 measured a unix socket "faster than memcpy"
+//! Why every byte is written and read: a 2002 test measured a unix socket "faster than memcpy"
 //! until the sender touched its buffer after each send: copy-on-write had hidden the copy. So
 //! the sender writes every payload byte before each send ([`write()`]) and the receiver reads
 //! every one to sum it ([`read`]), and the sum doubles as the integrity check: a record split,

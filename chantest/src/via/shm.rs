@@ -1,5 +1,5 @@
-//! `--via shm`: the workload between two processes over a ring in shared memory (seed 000's
-//! "messages over shared memory", against seed 000's pipe).
+//! `--via shm`: the workload between two processes over a ring in shared memory (Jesup's
+//! "messages over shared memory" on the Amiga, against his pipe).
 //!
 //! The receiver is chantest itself; the M senders are threads of a peer process (see
 //! [`super::peer`]). The ring ([`super::ring`]) lives in a `memfd_create` file that the peer

@@ -1,4 +1,4 @@
-//! `--via signal`: two processes ping-pong a signal (seed 004, Tsilyurik's `p6s`).
+//! `--via signal`: two processes ping-pong a signal (Tsilyurik's `p6s` on QNX).
 //!
 //! chantest sends its peer (see [`super::peer`]) a signal carrying a sequence number
 //! (`sigqueue`); the peer checks the number and sends it back; N round trips make a run. The

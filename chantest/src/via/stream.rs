@@ -1,5 +1,5 @@
-//! `--via pipe` and `--via unix`: the workload over one kernel byte stream (seeds 000, 001
-//! and 003).
+//! `--via pipe` and `--via unix`: the workload over one kernel byte stream (Jesup's pipe,
+//! the 2002 unix-socket test and the Linux 2.3 pipe-semaphore patch).
 //!
 //! M sender threads write S-byte messages (see [`super::record`]) into one pipe, or one end of
 //! a `SOCK_STREAM` unix socket pair; the receiving thread reads the other end in large reads
