@@ -23,7 +23,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-use common::mpsc::{run_on, Spec};
+use chantest::workload::{self, Shape};
 use common::mutex::{contended, for_each_lock, Counter, LockVisitor};
 use common::sync::{broadcast, for_each_sync, ping_pong, read_mostly, Condvars, Rw, SyncVisitor};
 use criterion::measurement::WallTime;
@@ -78,23 +78,19 @@ fn contention(c: &mut Criterion) {
 const PER_SENDER: u64 = 1000;
 
 /// A run of the channel benchmark with one lock: [`chan_with`] for a strategy.
-type Lane = fn(Spec, u64) -> Duration;
+type Lane = fn(Shape) -> Duration;
 
-/// `rounds` rounds of `spec` on a fresh `Chan<u64, S>` with default parameters.
-fn chan_with<S: Strategy>(spec: Spec, rounds: u64) -> Duration {
-    let c = chan::Chan::<u64, S>::with_params(spec.nbuf, Default::default());
-    run_on(c.clone(), c, spec, rounds)
+/// chantest's workload on a fresh `Chan<u64, S>` with default parameters.
+fn chan_with<S: Strategy>(shape: Shape) -> Duration {
+    workload::ours::<S>(Default::default(), shape)
 }
 
 fn chan_locks(c: &mut Criterion) {
     for (nbuf, senders) in [(10, 1), (10, 8)] {
-        let spec = Spec {
-            nbuf,
-            senders,
-            per_sender: PER_SENDER,
-        };
+        // Criterion's iterations are rounds of `PER_SENDER`, run as one longer run.
+        let shape = |rounds| Shape::new(nbuf, senders, PER_SENDER * rounds);
         let mut g = c.benchmark_group(format!("locks/chan/O={nbuf},M={senders}"));
-        g.throughput(Throughput::Elements(spec.per_round()));
+        g.throughput(Throughput::Elements(shape(1).messages()));
         let lanes: [(&str, Lane); 5] = [
             ("spin", chan_with::<SpinYield>),
             ("sem", chan_with::<SemLock>),
@@ -103,7 +99,7 @@ fn chan_locks(c: &mut Criterion) {
             ("parking_lot", chan_with::<Raw<parking_lot::RawMutex>>),
         ];
         for (name, run) in lanes {
-            g.bench_function(name, |b| b.iter_custom(|rounds| run(spec, rounds)));
+            g.bench_function(name, |b| b.iter_custom(|rounds| run(shape(rounds))));
         }
         g.finish();
     }

@@ -1,6 +1,7 @@
 //! Workloads shared by the criterion suites and the smoke tests, each written once and run on
-//! our locks and channels and on their peers. (chantest runs the channel workload too, with
-//! its own checks, clocks and verdicts, for the README's tables: `benches/grid.sh`.)
+//! our locks and channels and on their peers. The channel workload is not here: it is
+//! chantest's ([`chantest::workload`]), with its peers, so that the suites measure what the
+//! tables of `docs/results.md` do.
 //!
 //! It is included by path (`#[path = "../common/mod.rs"] mod common;`) rather than being the
 //! crate's library, so that the peers stay dev-dependencies: nothing outside the benchmark
@@ -9,9 +10,6 @@
 //! - [`mutex`]: a counter behind a mutex, [`Counter`](mutex::Counter), implemented for our
 //!   three strategies and for `std`, `parking_lot` and `spin`;
 //!   [`for_each_lock`](mutex::for_each_lock) visits all six.
-//! - [`mpsc`]: erik quanstrom's channel test (M senders × N values → one receiver, O buffers),
-//!   on our channels and on `crossbeam-channel`, `std::sync::mpsc`, `flume` and `kanal`, each
-//!   a [`Peer`](mpsc::Peer).
 //! - [`select`]: receiving from whichever of k channels has a value, with our [`chan::Alt`] and
 //!   with `crossbeam_channel::Select`.
 //!
@@ -156,188 +154,6 @@ pub(crate) mod mutex {
         });
         assert_eq!(counter.get(), threads as u64 * total, "lost increments");
         span(times.iter().map(|t| t.0), times.iter().map(|t| t.1))
-    }
-}
-
-pub(crate) mod mpsc {
-    //! M senders × N values → one receiver, through a channel of O buffers.
-
-    use super::span;
-    use chan::Chan;
-    use locks::{Backend, Strategy, Visit};
-    use std::sync::Barrier;
-    use std::thread;
-    use std::time::{Duration, Instant};
-
-    /// Bits of a value holding the sender's sequence number; the sender's id sits above them.
-    const SEQ_BITS: u32 = 40;
-
-    /// The sending half of a channel of `u64`s, as the workload uses it.
-    pub(crate) trait Tx: Clone + Send + 'static {
-        /// Sends `v`, waiting for room; panics if the channel is gone.
-        fn put(&self, v: u64);
-    }
-
-    /// The receiving half of a channel of `u64`s, as the workload uses it.
-    pub(crate) trait Rx {
-        /// Receives a value, waiting for one; panics if the channel is gone.
-        fn take(&self) -> u64;
-    }
-
-    /// Every implementation spells sending and receiving `send(v)` and `recv()`, each
-    /// returning a `Result`; only the types differ.
-    macro_rules! halves {
-        ($(<$($g:ident: $b:path),*> $tx:ty, $rx:ty;)*) => {$(
-            impl<$($g: $b),*> Tx for $tx {
-                #[inline]
-                fn put(&self, v: u64) {
-                    self.send(v).expect("channel closed");
-                }
-            }
-            impl<$($g: $b),*> Rx for $rx {
-                #[inline]
-                fn take(&self) -> u64 {
-                    self.recv().expect("channel closed")
-                }
-            }
-        )*};
-    }
-
-    halves! {
-        <L: Strategy> Chan<u64, L>, Chan<u64, L>;
-        <> crossbeam_channel::Sender<u64>, crossbeam_channel::Receiver<u64>;
-        <> std::sync::mpsc::SyncSender<u64>, std::sync::mpsc::Receiver<u64>;
-        <> flume::Sender<u64>, flume::Receiver<u64>;
-        <> kanal::Sender<u64>, kanal::Receiver<u64>;
-    }
-
-    /// The shape of one run.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub(crate) struct Spec {
-        /// O: the channel's buffers (0: rendezvous).
-        pub nbuf: usize,
-        /// M: sending threads.
-        pub senders: usize,
-        /// N: values each sender sends per round.
-        pub per_sender: u64,
-    }
-
-    impl Spec {
-        /// Values the receiver takes per round: M × N.
-        pub(crate) fn per_round(&self) -> u64 {
-            self.senders as u64 * self.per_sender
-        }
-    }
-
-    /// A channel implementation, ours (with one of our lock strategies) or a peer's.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub(crate) enum Peer {
-        /// [`chan::Chan`] with the backend's lock strategy.
-        Ours(Backend),
-        /// `crossbeam_channel::bounded`.
-        Crossbeam,
-        /// `std::sync::mpsc::sync_channel`.
-        Std,
-        /// `flume::bounded`.
-        Flume,
-        /// `kanal::bounded`.
-        Kanal,
-    }
-
-    impl Peer {
-        /// Ours with every backend (in [`Backend::ALL`]'s order), then the peers.
-        pub(crate) fn all() -> Vec<Peer> {
-            Backend::ALL
-                .into_iter()
-                .map(Peer::Ours)
-                .chain([Peer::Crossbeam, Peer::Std, Peer::Flume, Peer::Kanal])
-                .collect()
-        }
-
-        /// The name reports show: the backend's for ours (`spin`, `sem`, `adaptive`), else the
-        /// crate's (`crossbeam`, `std`, `flume`, `kanal`).
-        pub(crate) fn name(&self) -> &'static str {
-            match self {
-                Peer::Ours(b) => b.name(),
-                Peer::Crossbeam => "crossbeam",
-                Peer::Std => "std",
-                Peer::Flume => "flume",
-                Peer::Kanal => "kanal",
-            }
-        }
-
-        /// Runs `rounds` rounds of `spec` on a fresh channel of this kind: every sender sends
-        /// `rounds × N` values, the calling thread receives all of them and checks that each
-        /// sender's values arrive complete and in order. Returns the time from the common
-        /// start to the last value's arrival.
-        pub(crate) fn run(&self, spec: Spec, rounds: u64) -> Duration {
-            let n = spec.nbuf;
-            match self {
-                Peer::Ours(b) => b.visit(OursRun(spec, rounds)),
-                Peer::Crossbeam => {
-                    let (tx, rx) = crossbeam_channel::bounded(n);
-                    run_on(tx, rx, spec, rounds)
-                }
-                Peer::Std => {
-                    let (tx, rx) = std::sync::mpsc::sync_channel(n);
-                    run_on(tx, rx, spec, rounds)
-                }
-                Peer::Flume => {
-                    let (tx, rx) = flume::bounded(n);
-                    run_on(tx, rx, spec, rounds)
-                }
-                Peer::Kanal => {
-                    let (tx, rx) = kanal::bounded(n);
-                    run_on(tx, rx, spec, rounds)
-                }
-            }
-        }
-    }
-
-    struct OursRun(Spec, u64);
-
-    impl Visit for OursRun {
-        type Output = Duration;
-        fn visit<S: Strategy>(self, params: S::Params) -> Duration {
-            let c = Chan::<u64, S>::with_params(self.0.nbuf, params);
-            run_on(c.clone(), c, self.0, self.1)
-        }
-    }
-
-    /// The workload on one channel given as its two halves.
-    pub(crate) fn run_on(tx: impl Tx, rx: impl Rx, spec: Spec, rounds: u64) -> Duration {
-        let per_sender = spec.per_sender * rounds;
-        assert!(per_sender < 1 << SEQ_BITS, "too many values per sender");
-        let barrier = Barrier::new(spec.senders + 1);
-        thread::scope(|s| {
-            let senders: Vec<_> = (0..spec.senders as u64)
-                .map(|id| {
-                    let tx = tx.clone();
-                    let barrier = &barrier;
-                    s.spawn(move || {
-                        barrier.wait();
-                        let start = Instant::now();
-                        for seq in 0..per_sender {
-                            tx.put(id << SEQ_BITS | seq);
-                        }
-                        start
-                    })
-                })
-                .collect();
-            drop(tx);
-            let mut next = vec![0u64; spec.senders];
-            barrier.wait();
-            let start = Instant::now();
-            for _ in 0..spec.per_round() * rounds {
-                let v = rx.take();
-                let (id, seq) = ((v >> SEQ_BITS) as usize, v & ((1 << SEQ_BITS) - 1));
-                assert_eq!(seq, next[id], "sender {id}: value lost or out of order");
-                next[id] += 1;
-            }
-            let end = Instant::now();
-            let starts = senders.into_iter().map(|h| h.join().unwrap());
-            span(starts.chain([start]), [end])
-        })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The benchmark suite's crate. Its code lives in `benches/` (criterion suites), `common/`
-//! (the workloads they share), `tests/` (smoke tests) and `examples/dispatch.rs` (for
-//! callgrind); see `benches/README.md`. The result tables of `docs/results.md` are
+//! (the lock and select workloads they share; the channel workload is chantest's), `tests/`
+//! (smoke tests) and `examples/dispatch.rs` (for callgrind); see `benches/README.md`. The result tables of `docs/results.md` are
 //! chantest's (`benches/grid.sh`).
 
 /// The workspace README, whose examples run as doctests here: this crate depends on both

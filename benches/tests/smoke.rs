@@ -4,7 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-use common::mpsc::{Peer, Spec};
+use chantest::workload::{self, Peer, Shape};
 use common::mutex::{contended, for_each_lock, Counter, LockVisitor};
 use common::select::Selector;
 
@@ -35,30 +35,23 @@ fn every_lock_counts() {
     );
 }
 
+/// The `chan` suite's lanes: ours, and chantest's peers on threads, which include the ones
+/// `benches/README.md` and `docs/results.md` name.
 #[test]
 fn every_channel_delivers() {
-    let names: Vec<_> = Peer::all().iter().map(Peer::name).collect();
-    assert_eq!(
-        names,
-        [
-            "spin",
-            "sem",
-            "adaptive",
-            "crossbeam",
-            "std",
-            "flume",
-            "kanal"
-        ]
-    );
-    for peer in Peer::all() {
-        for nbuf in [0, 1, 10] {
-            for senders in [1, 3] {
-                let spec = Spec {
-                    nbuf,
-                    senders,
-                    per_sender: 50,
-                };
-                peer.run(spec, 2);
+    let peers: Vec<Peer> = Peer::all().filter(|p| !p.on_tasks()).collect();
+    let names: Vec<&str> = peers.iter().map(|p| p.name()).collect();
+    for quoted in ["crossbeam", "std", "flume", "kanal"] {
+        assert!(names.contains(&quoted), "{quoted} is not among {names:?}");
+    }
+    for nbuf in [0, 1, 10] {
+        for senders in [1, 3] {
+            let shape = Shape::new(nbuf, senders, 100);
+            for b in locks::Backend::ALL {
+                workload::ours_with(&b, shape);
+            }
+            for p in &peers {
+                p.run(shape);
             }
         }
     }

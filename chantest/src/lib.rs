@@ -22,6 +22,9 @@
 //! chantest starts itself again for some runs (`--per-process`, `--against`, instruction
 //! counts under valgrind, the two-process transports): a binary that calls `main_with` first
 //! thing in `main`, with the same [`Locks`], is started the same way and behaves the same.
+//!
+//! The workload alone, one run on our channel or a peer's timed and checked, is
+//! [`workload`]: for a harness of your own, such as the repository's criterion suites.
 #![warn(missing_docs)]
 
 // The modules, in the order a run passes through them:
@@ -45,6 +48,8 @@
 // `model::Machine`, the names of the files) is in `model`, which runs nothing: the records,
 // verdicts and reports import from it and from each other, never from `via`, `run`, `measure`
 // or any other module that runs something.
+//
+// `workload` is the one door from outside to `via`'s runner: a run's shape in, its time out.
 //
 // The two-process transports start chantest again as their peer (`chantest --peer …`, see
 // `via::peer`), which is recognised here before any flag is parsed. The stress test under
@@ -73,6 +78,7 @@ mod rerun;
 mod run;
 mod verdict;
 mod via;
+pub mod workload;
 
 use cli::Mode;
 use error::Error;
