@@ -105,14 +105,14 @@ impl<T> Clone for FlumeAsync<flume::Sender<T>> {
 macro_rules! blocking {
     ($($tx:ty, $rx:ty;)*) => {$(
         impl<T: Send + 'static> Tx<T> for $tx {
-            #[inline]
+            #[inline(always)]
             fn send(&self, v: T) -> bool {
                 <$tx>::send(self, v).is_ok()
             }
         }
 
         impl<T: Send + 'static> Rx<T> for $rx {
-            #[inline]
+            #[inline(always)]
             fn recv(&mut self) -> Option<T> {
                 <$rx>::recv(self).ok()
             }
@@ -131,14 +131,14 @@ blocking! {
 }
 
 impl<T: Send + 'static> Tx<T> for kanal::Sender<T> {
-    #[inline]
+    #[inline(always)]
     fn send(&self, v: T) -> bool {
         kanal::Sender::send(self, v).is_ok()
     }
 }
 
 impl<T: Send + 'static> Rx<T> for kanal::Receiver<T> {
-    #[inline]
+    #[inline(always)]
     fn recv(&mut self) -> Option<T> {
         kanal::Receiver::recv(self).ok()
     }
