@@ -21,7 +21,7 @@
 
 use crate::barrier;
 use crate::futex;
-use crate::spin::{worth_spinning, Budget};
+use crate::spin::{spin_pays, spun, worth_spinning, Budget};
 use crate::stats::count;
 use crate::strategy::{parse_num, Params, Strategy, Waiter};
 use crate::sync::{fence, spin_hint, yield_now, AtomicU32, Ordering::*};
@@ -204,8 +204,9 @@ fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
     if s != busy {
         return s;
     }
-    if spin_ns != 0 && worth_spinning() {
+    if spin_ns != 0 && worth_spinning() && spin_pays() {
         let s = spin_while(word, busy, spin_ns);
+        spun(s != busy);
         if s != busy {
             return s;
         }

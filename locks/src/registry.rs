@@ -11,6 +11,7 @@
 // Under loom nothing registers (`register` makes `DynLock`s, which loom builds leave out).
 #![cfg_attr(loom, allow(dead_code))]
 
+#[cfg(not(loom))]
 use crate::backend::Backend;
 use crate::strategy::{Params, Strategy};
 use std::any::{Any, TypeId};

@@ -80,6 +80,52 @@ mod imp {
         }
     }
 
+    /// After this many spins in a row that ran out without seeing the change they waited
+    /// for, a thread stops spinning.
+    const MISSES_TO_STOP: u8 = 2;
+
+    std::thread_local! {
+        /// This thread's record of its spins: below [`MISSES_TO_STOP`], how many in a row
+        /// missed (it still spins); from there up, how many waits it has not spun for.
+        static SPINS: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Whether this thread should spin before it yields: not once its last spins missed.
+    ///
+    /// A spin pays only while the thread it waits for runs on another CPU. When the scheduler
+    /// has put both on one CPU (at a short process's start it often does, and keeps them
+    /// there while neither sleeps), every spin burns the budget that the partner needs,
+    /// and a yield is the fastest hand-off there is: a chantest process of rendezvous
+    /// messages went from about 200 ns a message to 500-1400 (`docs/tuning.md`). So a
+    /// thread whose spins keep missing stops spinning, and tries once again after 250-odd
+    /// waits without, in case the scheduler has moved one of the two since.
+    #[inline]
+    pub(crate) fn spin_pays() -> bool {
+        SPINS.with(|s| {
+            let n = s.get();
+            if n < MISSES_TO_STOP {
+                return true;
+            }
+            match n.checked_add(1) {
+                Some(n) => {
+                    s.set(n);
+                    false
+                }
+                // Time to look again: one spin, whose miss stops spinning again at once.
+                None => {
+                    s.set(MISSES_TO_STOP - 1);
+                    true
+                }
+            }
+        })
+    }
+
+    /// Records whether the spin that [`spin_pays`] allowed saw its change (`hit`).
+    #[inline]
+    pub(crate) fn spun(hit: bool) {
+        SPINS.with(|s| s.set(if hit { 0 } else { s.get() + 1 }));
+    }
+
     const UNKNOWN: u8 = 0;
     const ONE: u8 = 1;
     const MANY: u8 = 2;
@@ -129,6 +175,65 @@ mod imp {
     pub(crate) fn worth_spinning() -> bool {
         true
     }
+
+    /// Loom runs every spin: a model must reach both outcomes of each.
+    pub(crate) fn spin_pays() -> bool {
+        true
+    }
+
+    pub(crate) fn spun(_hit: bool) {}
 }
 
 pub(crate) use imp::*;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{spin_pays, spun};
+
+    /// Each test thread starts with a fresh record.
+    fn on_a_new_thread(f: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(f).join().unwrap();
+    }
+
+    #[test]
+    fn two_misses_in_a_row_stop_the_spinning() {
+        on_a_new_thread(|| {
+            assert!(spin_pays());
+            spun(false);
+            assert!(spin_pays(), "one miss is not enough");
+            spun(false);
+            assert!(!spin_pays(), "two in a row are");
+        });
+    }
+
+    #[test]
+    fn a_hit_forgives_a_miss() {
+        on_a_new_thread(|| {
+            spun(false);
+            spun(true);
+            spun(false);
+            assert!(spin_pays());
+        });
+    }
+
+    #[test]
+    fn a_thread_that_stopped_looks_again_now_and_then() {
+        on_a_new_thread(|| {
+            spun(false);
+            spun(false);
+            let skipped = (0..1000).take_while(|_| !spin_pays()).count();
+            assert_eq!(skipped, 253, "waits without a spin before the next look");
+            // The look misses: back to not spinning at once.
+            spun(false);
+            assert!(!spin_pays());
+            // Or it hits: spinning again.
+            on_a_new_thread(|| {
+                spun(false);
+                spun(false);
+                while !spin_pays() {}
+                spun(true);
+                assert!(spin_pays() && spin_pays());
+            });
+        });
+    }
+}
