@@ -76,6 +76,7 @@ mod records;
 mod report;
 mod rerun;
 mod run;
+mod slow;
 mod verdict;
 mod via;
 pub mod workload;

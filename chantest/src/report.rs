@@ -245,6 +245,7 @@ fn table(r: &Results, threshold: f64) -> String {
     }
     out += &align(&rows);
     out += &notes(r);
+    out += &crate::slow::notes(r);
 
     if !r.changes.is_empty() {
         let _ = writeln!(out, "\n# {}", changes_heading(r, threshold));
