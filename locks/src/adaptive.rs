@@ -234,14 +234,6 @@ fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
     if !spin_pays() {
         return word.load(Relaxed);
     }
-    let s = spin_a_while(word, busy, spin_ns);
-    spun(s != busy);
-    s
-}
-
-/// [`spin_while`]'s loop.
-#[inline(always)]
-fn spin_a_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
     let budget = Budget::start(spin_ns);
     let mut spins = 0u32;
     let mut s = word.load(Relaxed);
@@ -251,6 +243,7 @@ fn spin_a_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
         s = word.load(Relaxed);
     }
     count!(spins, spins);
+    spun(s != busy);
     s
 }
 
