@@ -86,7 +86,8 @@ macro_rules! common {
 
 impl<T, L: Strategy> Sender<T, L> {
     /// See [`Chan::send`].
-    #[inline]
+    // Always: the whole send compiles into the caller, as `Chan::send` does (see there).
+    #[inline(always)]
     pub fn send(&self, v: T) -> Result<(), SendError<T>> {
         self.0.send(v)
     }
@@ -135,7 +136,8 @@ impl<T, L: Strategy> Sender<T, L> {
 
 impl<T, L: Strategy> Receiver<T, L> {
     /// See [`Chan::recv`].
-    #[inline]
+    // Always: as `Chan::recv`.
+    #[inline(always)]
     pub fn recv(&self) -> Result<T, RecvError> {
         self.0.recv()
     }

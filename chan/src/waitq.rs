@@ -127,7 +127,7 @@ impl<W: locks::Waiter> Party<W> {
 
     /// The thread's waiter; contexts made by [`new`](Self::new) only.
     #[inline]
-    fn waiter(&self) -> &W {
+    pub(crate) fn waiter(&self) -> &W {
         match &self.kind {
             PartyKind::Thread(w) => w,
             PartyKind::Task(_) => unreachable!("a task's context has no thread waiter"),
@@ -233,8 +233,18 @@ impl<W: locks::Waiter> Party<W> {
     // implementations), so a frame of its own cost more than the wait's own instructions.
     #[inline(always)]
     pub(crate) fn block(&self, deadline: Option<Instant>) -> bool {
+        self.block_on(self.waiter(), deadline)
+    }
+
+    /// [`block`](Self::block) given the context's [`waiter`](Self::waiter), looked up by a
+    /// caller that has just made the context. After the context's nodes are queued, the
+    /// compiler can no longer know what kind of party it is, and would test again (two
+    /// instructions every blocking operation).
+    #[inline(always)]
+    pub(crate) fn block_on(&self, waiter: &W, deadline: Option<Instant>) -> bool {
+        debug_assert!(std::ptr::eq(waiter, self.waiter()));
         if let Some(d) = deadline {
-            if !self.waiter().wait_until(d) && self.try_select(Selected::Aborted) {
+            if !waiter.wait_until(d) && self.try_select(Selected::Aborted) {
                 return false;
             }
             // Signalled, or claimed while we were giving up: the claimer's signal is on its
@@ -244,7 +254,6 @@ impl<W: locks::Waiter> Party<W> {
         // early by mistake is simply waited again (`wait_checked` is the two together); and
         // that `wait` returns at once if the signal is in, so there is no look before the
         // first.
-        let waiter = self.waiter();
         while !waiter.wait_checked() {}
         true
     }
@@ -264,21 +273,6 @@ impl<W: locks::Waiter> Party<W> {
         }
     }
 
-    /// Wakes the owner of a claimed context.
-    ///
-    /// # Safety
-    /// `this` must have been claimed by the caller, with the channel lock since released.
-    unsafe fn signal(this: *const Self) {
-        // SAFETY: the owner cannot return before this signal, so the context is live; the
-        // waiter's `signal` copes with it vanishing right after.
-        unsafe {
-            match &(*this).kind {
-                PartyKind::Thread(w) => W::signal(w),
-                PartyKind::Task(_) => unreachable!("a task is woken through its waker"),
-            }
-        }
-    }
-
     /// What waking the owner of a context just claimed takes: for a task, its waker, moved
     /// out now, under the lock that let us claim (so no re-registration races with it).
     ///
@@ -288,7 +282,9 @@ impl<W: locks::Waiter> Party<W> {
     unsafe fn claimed(this: *const Self) -> Wake<W> {
         // SAFETY: a claimed context stays alive until signalled.
         match unsafe { &(*this).kind } {
-            PartyKind::Thread(_) => Wake(Signal::Thread(this)),
+            // The waiter itself, not the context: the wake-up then needs no second look at
+            // which kind of party this is.
+            PartyKind::Thread(w) => Wake(Signal::Thread(w)),
             // SAFETY: we hold the lock, and won the select word: the waker slot is ours (and
             // taken through the raw pointer, as in `swap_waker`).
             PartyKind::Task(t) => {
@@ -347,7 +343,8 @@ impl<W: locks::Waiter, F: FnMut()> Drop for Abandon<'_, W, F> {
 pub(crate) struct Wake<W: locks::Waiter>(Signal<W>);
 
 enum Signal<W> {
-    Thread(*const Party<W>),
+    /// A thread's waiter, inside its claimed context.
+    Thread(*const W),
     /// A task's waker (moved out of its context at the claim) and its context's wait.
     Task(Option<Waker>, *const TaskWait),
 }
@@ -373,8 +370,9 @@ impl<W: locks::Waiter> Wake<W> {
     pub(crate) fn signal(self) -> Result<(), unwind::Payload> {
         match self.0 {
             // SAFETY: `Wake`s are made only by claiming, which keeps the owner waiting (and
-            // its context alive) until this signal; the caller has released the lock.
-            Signal::Thread(ctx) => unsafe { Party::signal(ctx) },
+            // its context, the waiter in it, alive) until this signal; the caller has
+            // released the lock. The waiter's `signal` copes with it vanishing right after.
+            Signal::Thread(w) => unsafe { W::signal(w) },
             Signal::Task(waker, tw) => {
                 // SAFETY: the task's future neither completes nor goes away before `done`
                 // (its drop waits for it), so the flag is live; once it is stored we touch

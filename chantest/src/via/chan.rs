@@ -162,7 +162,7 @@ impl<T, S: Strategy> Drop for SenderGuard<T, S> {
 }
 
 impl<T: Send + 'static, S: Strategy> Tx<T> for SenderGuard<T, S> {
-    #[inline]
+    #[inline(always)]
     fn send(&self, v: T) -> bool {
         self.chan.send(v).is_ok()
     }
@@ -186,7 +186,7 @@ impl<T: Send + 'static, S: Strategy> AsyncTx<T> for SenderGuard<T, S> {
 /// Our channel's receiving end: closing it is hanging up, and what it still holds once
 /// closed is left over.
 impl<T: Send + 'static, S: Strategy> Rx<T> for Chan<T, S> {
-    #[inline]
+    #[inline(always)]
     fn recv(&mut self) -> Option<T> {
         Chan::recv(self).ok()
     }
