@@ -198,6 +198,15 @@ impl Params for AdaptiveParams {
 /// it): that part then runs in its caller's frame, whose registers are saved already, and
 /// only the spin and the further yields are calls. (Out of line, a blocked channel operation
 /// paid some 35 instructions per wait for the frames of this and its caller, by callgrind.)
+///
+/// Every call a wait makes cannot unwind, and the compiler knows it: the out-of-line parts
+/// (`spin_while`, `yield_while`, `AdaptiveWaiter::sleep`, `count_cpus`) are `extern "C"`, and
+/// the yield is libc's. A channel's blocking operation guards its wait against a waiter that
+/// unwinds (`chan`'s `Abandon`); for this waiter the guard then compiles to nothing, where its
+/// landing pad kept three stores and a spill on every wait (6 instructions a message at O=0,
+/// by callgrind). None of these functions panics; if one ever did, the process would abort
+/// rather than unwind (under loom too, where a model's failure is a panic: it is still
+/// printed).
 #[inline(always)]
 fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
     let s = word.load(Relaxed);
@@ -228,9 +237,9 @@ fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
 ///
 /// Out of line with its bookkeeping: the thread-local record in the inline part of
 /// [`wait_while`] made LLVM stop inlining the waiter's wait into a channel's blocking path
-/// (17 instructions a message more at O=0 M=1, by callgrind).
+/// (17 instructions a message more at O=0 M=1, by callgrind). `extern "C"`: see [`wait_while`].
 #[inline(never)]
-fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
+extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
     if !spin_pays() {
         return word.load(Relaxed);
     }
@@ -247,10 +256,10 @@ fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
     s
 }
 
-/// [`wait_while`]'s yields after the first, for `yield_ns`.
+/// [`wait_while`]'s yields after the first, for `yield_ns`. `extern "C"`: see [`wait_while`].
 #[cold]
 #[inline(never)]
-fn yield_while(word: &AtomicU32, busy: u32, yield_ns: u32) -> u32 {
+extern "C" fn yield_while(word: &AtomicU32, busy: u32, yield_ns: u32) -> u32 {
     let budget = Budget::start(yield_ns);
     let mut s = busy;
     while s == busy && !budget.spent() {
@@ -697,13 +706,14 @@ impl AdaptiveWaiter {
             self.state.load(Acquire);
             return true;
         }
-        self.sleep(deadline)
+        self.sleep(deadline.as_ref())
     }
 
     /// [`park`](Self::park) once the spin and the yields are spent: sleep on the futex.
+    /// `extern "C"`, so that a wait cannot unwind (see [`wait_while`]).
     #[cold]
     #[inline(never)]
-    fn sleep(&self, deadline: Option<Instant>) -> bool {
+    extern "C" fn sleep(&self, deadline: Option<&Instant>) -> bool {
         loop {
             // Acquire on both outcomes: seeing SET must make the signaller's writes visible.
             if let Err(SET) = self.state.compare_exchange(EMPTY, PARKED, Acquire, Acquire) {
@@ -712,7 +722,7 @@ impl AdaptiveWaiter {
             match deadline {
                 None => futex::wait(&self.state, PARKED),
                 #[cfg(not(loom))]
-                Some(d) if Instant::now() < d => futex::wait_until(&self.state, PARKED, d),
+                Some(&d) if Instant::now() < d => futex::wait_until(&self.state, PARKED, d),
                 // Leave the word PARKED: a late signal then makes one harmless wake call.
                 Some(_) => return self.is_signalled(),
             }
@@ -748,6 +758,10 @@ unsafe impl Waiter for AdaptiveWaiter {
         self.state.load(Acquire) == SET
     }
 
+    // Inline, the system call out of line: most signals find the waiter still spinning or
+    // yielding, and a call to a function of its own cost a channel's rendezvous 4
+    // instructions a message (callgrind, O=0).
+    #[inline]
     unsafe fn signal(this: *const Self) {
         // A raw pointer, not a reference: once the swap has published SET the waiter may
         // return and free the word (a timed wait that wakes by itself sees SET without our
@@ -757,7 +771,15 @@ unsafe impl Waiter for AdaptiveWaiter {
         let state = unsafe { &raw const (*this).state };
         // SAFETY: live until the swap lands; afterwards only the address is used.
         if unsafe { (*state).swap(SET, Release) } == PARKED {
-            futex::wake_one(state);
+            wake_parked(state);
         }
     }
+}
+
+/// Wakes a waiter that went to sleep on its word (`AdaptiveWaiter::signal`); `extern "C"`
+/// as the wait's out-of-line parts are (see [`wait_while`]), so that a signal cannot unwind.
+#[cold]
+#[inline(never)]
+extern "C" fn wake_parked(state: *const AtomicU32) {
+    futex::wake_one(state);
 }

@@ -144,9 +144,10 @@ mod imp {
         }
     }
 
+    /// `extern "C"`: a wait that calls it cannot unwind (see `adaptive::wait_while`).
     #[cold]
     #[inline(never)]
-    fn count_cpus() -> bool {
+    extern "C" fn count_cpus() -> bool {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());
         let v = if n > 1 { MANY } else { ONE };
         CPUS.store(v, Relaxed);
