@@ -198,20 +198,26 @@ impl Semaphore {
     /// # Safety
     /// `this` must point to a live semaphore until the permit is published.
     unsafe fn release_raw(this: *const Self) {
-        // SAFETY: live until our successful compare-exchange publishes the permit; after that
-        // only the address is used.
-        let state = unsafe { &(*this).state };
-        let mut s = state.load(Relaxed);
+        // A raw pointer, not a reference: once the compare-exchange has published the permit
+        // the waiter may return and free the word, and a reference that outlives it would be
+        // dangling when the wake below uses it (Miri flagged it, in a timed condvar wait).
+        // SAFETY: `this` is live (the caller's contract); taking a field's address reads nothing.
+        let state = unsafe { &raw const (*this).state };
+        // SAFETY: live until our successful compare-exchange publishes the permit.
+        let mut s = unsafe { (*state).load(Relaxed) };
         loop {
             assert!(s & PERMITS != PERMITS, "Semaphore permit count overflow");
             // Release: our writes before the release become visible to the acquirer.
-            match state.compare_exchange_weak(s, s + 1, Release, Relaxed) {
+            // SAFETY: as above; the word is live until this succeeds.
+            match unsafe { (*state).compare_exchange_weak(s, s + 1, Release, Relaxed) } {
                 Ok(_) => break,
                 Err(now) => s = now,
             }
         }
         if s >= SLEEPER {
-            futex::wake_one(state as *const AtomicU32);
+            // Only the address is used: a wake on a freed word wakes nobody, or a stranger
+            // that rechecks its own word (spurious wake-ups are in every futex user's contract).
+            futex::wake_one(state);
         }
     }
 }
