@@ -132,7 +132,8 @@ mod imp {
     static CPUS: AtomicU8 = AtomicU8::new(UNKNOWN);
 
     /// Whether this process may run on more than one CPU. Read once (it follows
-    /// `sched_setaffinity` and cgroup limits at that moment, so `taskset -c 0` is seen).
+    /// `sched_setaffinity` and cgroup limits at that moment, so `taskset -c 0` is seen; see
+    /// [`process_cpus`]).
     #[inline]
     pub(crate) fn worth_spinning() -> bool {
         // The answer first, the count (once per process) last: a compare fewer on the way to
@@ -148,10 +149,65 @@ mod imp {
     #[cold]
     #[inline(never)]
     extern "C" fn count_cpus() -> bool {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let v = if n > 1 { MANY } else { ONE };
+        let v = if process_cpus() > 1 { MANY } else { ONE };
         CPUS.store(v, Relaxed);
         v == MANY
+    }
+
+    /// How many CPUs the process's threads may run on, all of them together.
+    ///
+    /// Not the calling thread's own allowance, which is what `available_parallelism` counts:
+    /// a program that pins each thread to a CPU of its own (the usual way to run a
+    /// latency-bound pipeline, and `chantest --pin`) gives every thread a mask of one CPU,
+    /// yet its threads run side by side, which is where a spin pays most. Judged by the
+    /// caller's mask, such a process never spun: a rendezvous took 375 ns a message instead
+    /// of 112 (`docs/tuning.md`). So on Linux the masks of all the process's threads are
+    /// joined; std's count settles it when it already says more than one (it also applies a
+    /// cgroup's CPU quota). Threads started later are not seen: this runs once, at the
+    /// first wait that could spin, when the threads it waits for are running.
+    pub(super) fn process_cpus() -> usize {
+        let own = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if own > 1 {
+            return own;
+        }
+        #[cfg(all(target_os = "linux", not(miri)))]
+        if let Some(n) = threads_cpus() {
+            return n.max(own);
+        }
+        own
+    }
+
+    /// The number of CPUs in the union of the affinity masks of this process's threads
+    /// (`/proc/self/task`); `None` if the list cannot be read.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn threads_cpus() -> Option<usize> {
+        use std::mem::{size_of, zeroed};
+        // SAFETY: `cpu_set_t` is a plain bit array; all-zero is the empty set.
+        let mut all: libc::cpu_set_t = unsafe { zeroed() };
+        for entry in std::fs::read_dir("/proc/self/task").ok()? {
+            let tid = entry
+                .ok()
+                .and_then(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok());
+            let Some(tid) = tid else { continue };
+            // SAFETY: as above.
+            let mut set: libc::cpu_set_t = unsafe { zeroed() };
+            // SAFETY: `set` is a writable `cpu_set_t` of the size passed. A thread that has
+            // exited since the listing makes the call fail, and is skipped.
+            if unsafe { libc::sched_getaffinity(tid, size_of::<libc::cpu_set_t>(), &mut set) } != 0
+            {
+                continue;
+            }
+            for cpu in 0..libc::CPU_SETSIZE as usize {
+                // SAFETY: `cpu` is below CPU_SETSIZE, the number of bits in a `cpu_set_t`.
+                unsafe {
+                    if libc::CPU_ISSET(cpu, &set) {
+                        libc::CPU_SET(cpu, &mut all);
+                    }
+                }
+            }
+        }
+        // SAFETY: reads a valid `cpu_set_t`.
+        Some(unsafe { libc::CPU_COUNT(&all) } as usize)
     }
 }
 
@@ -236,5 +292,70 @@ mod tests {
                 assert!(spin_pays() && spin_pays());
             });
         });
+    }
+
+    /// Pins the calling thread to `cpu`; false if it may not run there.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn pin(cpu: usize) -> bool {
+        // SAFETY: all-zero is the empty set; `cpu` is checked against CPU_SETSIZE; the set is
+        // a valid `cpu_set_t` of the size passed; pid 0 is the calling thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if cpu >= libc::CPU_SETSIZE as usize {
+                return false;
+            }
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+
+    /// The CPUs the calling thread may run on.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn allowed() -> Vec<usize> {
+        // SAFETY: as in `pin`.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+                0
+            );
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
+        }
+    }
+
+    /// Threads pinned each to a CPU of its own still run side by side, so the process counts
+    /// as many CPUs from any of them (it counted one, and never spun: `process_cpus`).
+    #[test]
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn a_thread_pinned_to_one_cpu_still_sees_the_others() {
+        let cpus = allowed();
+        if cpus.len() < 2 {
+            eprintln!("skipped: this test needs two CPUs, and may use {cpus:?}");
+            return;
+        }
+        let (a, b) = (cpus[0], cpus[1]);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let partner = std::thread::spawn(move || {
+            assert!(pin(b));
+            ready_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        });
+        ready_rx.recv().unwrap();
+        std::thread::spawn(move || {
+            assert!(pin(a));
+            let own = std::thread::available_parallelism().unwrap().get();
+            assert_eq!(own, 1, "pinned, std counts the thread's own CPU only");
+            assert!(
+                super::process_cpus() >= 2,
+                "the partner pinned to CPU {b} counts too"
+            );
+        })
+        .join()
+        .unwrap();
+        done_tx.send(()).unwrap();
+        partner.join().unwrap();
     }
 }
