@@ -7,7 +7,10 @@
 //! second budget ([`AdaptiveParams::yield_ns`]), and only then counts itself a sleeper and
 //! sleeps on the futex. When the process may run on a single CPU it skips the spinning (the
 //! holder cannot progress while we burn the only CPU) but still yields, which hands that CPU
-//! to the thread we are waiting for.
+//! to the thread we are waiting for. A thread whose spins keep missing, because the scheduler
+//! has put it on the CPU of the thread it waits for, stops spinning too, and the wait at
+//! which it stops sleeps at once instead of yielding: the wake-up is the scheduler's chance
+//! to move it to a CPU of its own (see `STOPPED`).
 //!
 //! Unlock is a plain store, then a read of the sleeper count, and a futex wake only if it is
 //! not 0 and no wake-up sent earlier is still on its way to a sleeper: no read-modify-write,
@@ -21,7 +24,7 @@
 
 use crate::barrier;
 use crate::futex;
-use crate::spin::{spin_pays, spun, worth_spinning, Budget};
+use crate::spin::{may_move, spin_pays, spun, worth_spinning, Budget};
 use crate::stats::count;
 use crate::strategy::{parse_num, Params, Strategy, Waiter};
 use crate::sync::{fence, spin_hint, yield_now, AtomicU32, Ordering::*};
@@ -192,7 +195,9 @@ impl Params for AdaptiveParams {
 
 /// Waits for `word` to leave the value `busy` without sleeping: PAUSE-spin for `spin_ns`
 /// (only if another CPU could be running the thread we wait for), then yield until
-/// `yield_ns` more have passed. Returns the last value seen, `busy` if the budgets ran out.
+/// `yield_ns` more have passed. Returns the last value seen, `busy` if the budgets ran out,
+/// or [`STOPPED`] if the spin has just found that this thread's spins stopped paying: then
+/// the caller sleeps at once instead of yielding (see there).
 ///
 /// Inline, up to the first yield, where most waits end (on one CPU, the partner runs during
 /// it): that part then runs in its caller's frame, whose registers are saved already, and
@@ -252,9 +257,27 @@ extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
         s = word.load(Relaxed);
     }
     count!(spins, spins);
-    spun(s != busy);
+    // A thread pinned to its CPU cannot be moved by a wake-up: it yields as before.
+    if spun(s != busy) && may_move() {
+        return STOPPED;
+    }
     s
 }
+
+/// What [`wait_while`] returns when the wait's spin missed and so made this thread stop
+/// spinning ([`spun`]), and the thread is free to run on another CPU ([`may_move`]): no word
+/// a wait watches ever holds it.
+///
+/// Its spins stop paying when the thread it waits for cannot run meanwhile, mostly because
+/// the scheduler has put both on one CPU: a new thread often starts on the CPU of the
+/// thread that made it, and two threads that trade messages without sleeping stay together
+/// for tens of milliseconds before the load balancer parts them. Yielding keeps them
+/// together. A futex sleep does not: the wake-up is where the scheduler picks a CPU for the
+/// woken thread afresh, an idle one if it can. So the wait that finds the spins stopped
+/// paying sleeps at once (once per ~250 waits at most: later waits skip the spin, then
+/// yield as before). Rounds that started with both threads on one CPU took 298 ns a message
+/// instead of 1023 (median, O=0 M=1), and O=1 M=2 went from 324 to 90 (`docs/tuning.md`).
+const STOPPED: u32 = u32::MAX;
 
 /// [`wait_while`]'s yields after the first, for `yield_ns`. `extern "C"`: see [`wait_while`].
 #[cold]
@@ -414,7 +437,9 @@ impl Adaptive {
         // Watch the word, spinning and then yielding. A race lost to another locker sends it
         // back to watching, a few times, before it gives up and sleeps.
         for _ in 0..LOST_RACES {
-            if wait_while(&self.state, LOCKED, spin_ns, p.yield_ns) == LOCKED {
+            // Budgets spent, or the spin stopped paying: sleep (see `STOPPED`).
+            let s = wait_while(&self.state, LOCKED, spin_ns, p.yield_ns);
+            if s == LOCKED || s == STOPPED {
                 break;
             }
             if self.try_acquire() {
@@ -782,4 +807,77 @@ unsafe impl Waiter for AdaptiveWaiter {
 #[inline(never)]
 extern "C" fn wake_parked(state: *const AtomicU32) {
     futex::wake_one(state);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::spin::spun;
+    use std::sync::Arc;
+
+    /// Each test thread starts with a fresh spin record.
+    fn on_a_new_thread(f: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(f).join().unwrap();
+    }
+
+    #[test]
+    fn the_spin_that_stops_paying_says_so() {
+        on_a_new_thread(|| {
+            let word = AtomicU32::new(EMPTY);
+            assert_eq!(spin_while(&word, EMPTY, 1_000), EMPTY, "one miss");
+            // (A test run confined to one CPU cannot move, and yields on: the test below.)
+            let stopped = if may_move() { STOPPED } else { EMPTY };
+            assert_eq!(spin_while(&word, EMPTY, 1_000), stopped, "two in a row");
+            // From now on the spin is skipped, and reports what it sees.
+            word.store(SET, Relaxed);
+            assert_eq!(spin_while(&word, EMPTY, 1_000), SET);
+        });
+    }
+
+    /// A thread pinned to its CPU cannot be moved by a wake-up, so it does not sleep for one.
+    #[test]
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn a_pinned_thread_whose_spins_stop_paying_yields_on() {
+        on_a_new_thread(|| {
+            // SAFETY: all-zero is the empty set; the CPU is the one this thread is on, which
+            // is below CPU_SETSIZE; the set is a valid `cpu_set_t` of the size passed.
+            let pinned = unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(libc::sched_getcpu() as usize, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+            };
+            assert!(pinned);
+            assert!(!may_move());
+            let word = AtomicU32::new(EMPTY);
+            assert_eq!(spin_while(&word, EMPTY, 1_000), EMPTY);
+            assert_eq!(
+                spin_while(&word, EMPTY, 1_000),
+                EMPTY,
+                "stopped, but not sleeping"
+            );
+        });
+    }
+
+    /// A waiter whose spin stops paying sleeps at once, and its signal still wakes it.
+    #[test]
+    fn a_waiter_whose_spins_stopped_paying_sleeps_and_is_woken() {
+        on_a_new_thread(|| {
+            let w = Arc::new(AdaptiveWaiter::new(AdaptiveParams::DEFAULT));
+            // One miss already: the wait's own spin, if it misses, is the second.
+            spun(false);
+            let signaller = {
+                let w = Arc::clone(&w);
+                std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    // SAFETY: `w` is alive: this thread holds a reference.
+                    unsafe { AdaptiveWaiter::signal(&*w) };
+                })
+            };
+            assert!(w.wait_checked());
+            // Returned on the signal, not on `STOPPED` taken for one: the signaller sleeps
+            // 20 ms before it signals.
+            assert!(w.is_signalled());
+            signaller.join().unwrap();
+        });
+    }
 }

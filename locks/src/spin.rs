@@ -120,10 +120,35 @@ mod imp {
         })
     }
 
-    /// Records whether the spin that [`spin_pays`] allowed saw its change (`hit`).
+    /// Records whether the spin that [`spin_pays`] allowed saw its change (`hit`); true if
+    /// this miss is the one that stops the spinning (the caller then sleeps rather than
+    /// yields: `adaptive::STOPPED`).
     #[inline]
-    pub(crate) fn spun(hit: bool) {
-        SPINS.with(|s| s.set(if hit { 0 } else { s.get() + 1 }));
+    pub(crate) fn spun(hit: bool) -> bool {
+        SPINS.with(|s| {
+            let n = if hit { 0 } else { s.get() + 1 };
+            s.set(n);
+            n == MISSES_TO_STOP
+        })
+    }
+
+    /// Whether the calling thread may run on more than one CPU, so that the wake-up from a
+    /// sleep could put it on another. Asked afresh each time (a thread may be pinned at any
+    /// moment), but only where a thread's spins stop paying: once per 250-odd waits at most.
+    pub(crate) fn may_move() -> bool {
+        #[cfg(all(target_os = "linux", not(miri)))]
+        {
+            use std::mem::{size_of, zeroed};
+            // SAFETY: all-zero is the empty set; `set` is a writable `cpu_set_t` of the size
+            // passed; pid 0 is the calling thread.
+            unsafe {
+                let mut set: libc::cpu_set_t = zeroed();
+                if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+                    return libc::CPU_COUNT(&set) > 1;
+                }
+            }
+        }
+        true
     }
 
     const UNKNOWN: u8 = 0;
@@ -238,7 +263,15 @@ mod imp {
         true
     }
 
-    pub(crate) fn spun(_hit: bool) {}
+    /// Never stops the spinning: a miss leads to the yields, then the sleep, all modelled;
+    /// the sleep that a stop leads to straight away is the same sleep.
+    pub(crate) fn spun(_hit: bool) -> bool {
+        false
+    }
+
+    pub(crate) fn may_move() -> bool {
+        true
+    }
 }
 
 pub(crate) use imp::*;
@@ -260,6 +293,18 @@ mod tests {
             assert!(spin_pays(), "one miss is not enough");
             spun(false);
             assert!(!spin_pays(), "two in a row are");
+        });
+    }
+
+    #[test]
+    fn only_the_miss_that_stops_the_spinning_says_so() {
+        on_a_new_thread(|| {
+            assert!(!spun(false), "the first miss");
+            assert!(spun(false), "the second, which stops it");
+            while !spin_pays() {}
+            assert!(spun(false), "the look again that misses stops it again");
+            while !spin_pays() {}
+            assert!(!spun(true), "a hit never does");
         });
     }
 
