@@ -275,8 +275,9 @@ extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
 /// together. A futex sleep does not: the wake-up is where the scheduler picks a CPU for the
 /// woken thread afresh, an idle one if it can. So the wait that finds the spins stopped
 /// paying sleeps at once (once per ~250 waits at most: later waits skip the spin, then
-/// yield as before). Rounds that started with both threads on one CPU took 298 ns a message
-/// instead of 1023 (median, O=0 M=1), and O=1 M=2 went from 324 to 90 (`docs/tuning.md`).
+/// yield as before). Rounds of O=0 M=1 that started with both threads on one CPU took a
+/// median of 351 ns a message instead of 617, and O=1 M=2 went from 324 to 90
+/// (`docs/tuning.md`, "Where the slow processes come from").
 const STOPPED: u32 = u32::MAX;
 
 /// [`wait_while`]'s yields after the first, for `yield_ns`. `extern "C"`: see [`wait_while`].
