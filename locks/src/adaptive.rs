@@ -814,12 +814,8 @@ extern "C" fn wake_parked(state: *const AtomicU32) {
 mod tests {
     use super::*;
     use crate::spin::spun;
+    use crate::spin::tests::on_a_new_thread;
     use std::sync::Arc;
-
-    /// Each test thread starts with a fresh spin record.
-    fn on_a_new_thread(f: impl FnOnce() + Send + 'static) {
-        std::thread::spawn(f).join().unwrap();
-    }
 
     #[test]
     fn the_spin_that_stops_paying_says_so() {

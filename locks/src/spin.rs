@@ -277,11 +277,11 @@ mod imp {
 pub(crate) use imp::*;
 
 #[cfg(all(test, not(loom)))]
-mod tests {
+pub(crate) mod tests {
     use super::{spin_pays, spun};
 
-    /// Each test thread starts with a fresh record.
-    fn on_a_new_thread(f: impl FnOnce() + Send + 'static) {
+    /// Runs `f` on a thread of its own, which starts with a fresh spin record.
+    pub(crate) fn on_a_new_thread(f: impl FnOnce() + Send + 'static) {
         std::thread::spawn(f).join().unwrap();
     }
 
