@@ -179,7 +179,8 @@ mod imp {
         v == MANY
     }
 
-    /// How many CPUs the process's threads may run on, all of them together.
+    /// How many CPUs the process's threads may run on, all of them together (at least: only
+    /// whether it is more than one is asked).
     ///
     /// Not the calling thread's own allowance, which is what `available_parallelism` counts:
     /// a program that pins each thread to a CPU of its own (the usual way to run a
@@ -203,7 +204,8 @@ mod imp {
     }
 
     /// The number of CPUs in the union of the affinity masks of this process's threads
-    /// (`/proc/self/task`); `None` if the list cannot be read.
+    /// (`/proc/self/task`), or 2 as soon as the threads read so far cover two; `None` if the
+    /// list cannot be read. Only "more than one" matters, and a process may have thousands.
     #[cfg(all(target_os = "linux", not(miri)))]
     fn threads_cpus() -> Option<usize> {
         use std::mem::{size_of, zeroed};
@@ -229,6 +231,10 @@ mod imp {
                         libc::CPU_SET(cpu, &mut all);
                     }
                 }
+            }
+            // SAFETY: reads a valid `cpu_set_t`.
+            if unsafe { libc::CPU_COUNT(&all) } > 1 {
+                return Some(2);
             }
         }
         // SAFETY: reads a valid `cpu_set_t`.
