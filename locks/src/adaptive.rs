@@ -836,14 +836,9 @@ mod tests {
     #[cfg(all(target_os = "linux", not(miri)))]
     fn a_pinned_thread_whose_spins_stop_paying_yields_on() {
         on_a_new_thread(|| {
-            // SAFETY: all-zero is the empty set; the CPU is the one this thread is on, which
-            // is below CPU_SETSIZE; the set is a valid `cpu_set_t` of the size passed.
-            let pinned = unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(libc::sched_getcpu() as usize, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-            };
-            assert!(pinned);
+            // SAFETY: no preconditions.
+            let here = unsafe { libc::sched_getcpu() };
+            assert!(crate::spin::tests::pin(here as usize));
             assert!(!may_move());
             let word = AtomicU32::new(EMPTY);
             assert_eq!(spin_while(&word, EMPTY, 1_000), EMPTY);

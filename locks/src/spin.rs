@@ -137,18 +137,23 @@ mod imp {
     /// moment), but only where a thread's spins stop paying: once per 250-odd waits at most.
     pub(crate) fn may_move() -> bool {
         #[cfg(all(target_os = "linux", not(miri)))]
-        {
-            use std::mem::{size_of, zeroed};
-            // SAFETY: all-zero is the empty set; `set` is a writable `cpu_set_t` of the size
-            // passed; pid 0 is the calling thread.
-            unsafe {
-                let mut set: libc::cpu_set_t = zeroed();
-                if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-                    return libc::CPU_COUNT(&set) > 1;
-                }
-            }
+        if let Some(set) = affinity(0) {
+            // SAFETY: reads a valid `cpu_set_t`.
+            return unsafe { libc::CPU_COUNT(&set) } > 1;
         }
         true
+    }
+
+    /// The CPUs thread `tid` may run on (0: the calling thread); `None` if it cannot be
+    /// asked (a thread that has exited, say).
+    #[cfg(all(target_os = "linux", not(miri)))]
+    pub(crate) fn affinity(tid: libc::pid_t) -> Option<libc::cpu_set_t> {
+        use std::mem::{size_of, zeroed};
+        // SAFETY: `cpu_set_t` is a plain bit array; all-zero is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { zeroed() };
+        // SAFETY: `set` is a writable `cpu_set_t` of the size passed.
+        let rc = unsafe { libc::sched_getaffinity(tid, size_of::<libc::cpu_set_t>(), &mut set) };
+        (rc == 0).then_some(set)
     }
 
     const UNKNOWN: u8 = 0;
@@ -158,7 +163,7 @@ mod imp {
 
     /// Whether this process may run on more than one CPU. Read once (it follows
     /// `sched_setaffinity` and cgroup limits at that moment, so `taskset -c 0` is seen; see
-    /// [`process_cpus`]).
+    /// [`process_spans_cpus`]).
     #[inline]
     pub(crate) fn worth_spinning() -> bool {
         // The answer first, the count (once per process) last: a compare fewer on the way to
@@ -174,13 +179,12 @@ mod imp {
     #[cold]
     #[inline(never)]
     extern "C" fn count_cpus() -> bool {
-        let v = if process_cpus() > 1 { MANY } else { ONE };
+        let v = if process_spans_cpus() { MANY } else { ONE };
         CPUS.store(v, Relaxed);
         v == MANY
     }
 
-    /// How many CPUs the process's threads may run on, all of them together (at least: only
-    /// whether it is more than one is asked).
+    /// Whether the process's threads may run on more than one CPU, all of them together.
     ///
     /// Not the calling thread's own allowance, which is what `available_parallelism` counts:
     /// a program that pins each thread to a CPU of its own (the usual way to run a
@@ -191,39 +195,32 @@ mod imp {
     /// joined; std's count settles it when it already says more than one (it also applies a
     /// cgroup's CPU quota). Threads started later are not seen: this runs once, at the
     /// first wait that could spin, when the threads it waits for are running.
-    pub(super) fn process_cpus() -> usize {
-        let own = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if own > 1 {
-            return own;
+    pub(super) fn process_spans_cpus() -> bool {
+        if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+            return true;
         }
         #[cfg(all(target_os = "linux", not(miri)))]
-        if let Some(n) = threads_cpus() {
-            return n.max(own);
+        if let Some(spans) = threads_span_cpus() {
+            return spans;
         }
-        own
+        false
     }
 
-    /// The number of CPUs in the union of the affinity masks of this process's threads
-    /// (`/proc/self/task`), or 2 as soon as the threads read so far cover two; `None` if the
-    /// list cannot be read. Only "more than one" matters, and a process may have thousands.
+    /// Whether the affinity masks of this process's threads (`/proc/self/task`) cover more
+    /// than one CPU between them, read until two are covered (a process may have thousands
+    /// of threads); `None` if the list cannot be read.
     #[cfg(all(target_os = "linux", not(miri)))]
-    fn threads_cpus() -> Option<usize> {
-        use std::mem::{size_of, zeroed};
+    fn threads_span_cpus() -> Option<bool> {
         // SAFETY: `cpu_set_t` is a plain bit array; all-zero is the empty set.
-        let mut all: libc::cpu_set_t = unsafe { zeroed() };
+        let mut all: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         for entry in std::fs::read_dir("/proc/self/task").ok()? {
             let tid = entry
                 .ok()
                 .and_then(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok());
-            let Some(tid) = tid else { continue };
-            // SAFETY: as above.
-            let mut set: libc::cpu_set_t = unsafe { zeroed() };
-            // SAFETY: `set` is a writable `cpu_set_t` of the size passed. A thread that has
-            // exited since the listing makes the call fail, and is skipped.
-            if unsafe { libc::sched_getaffinity(tid, size_of::<libc::cpu_set_t>(), &mut set) } != 0
-            {
+            // A thread that has exited since the listing is skipped.
+            let Some(set) = tid.and_then(affinity) else {
                 continue;
-            }
+            };
             for cpu in 0..libc::CPU_SETSIZE as usize {
                 // SAFETY: `cpu` is below CPU_SETSIZE, the number of bits in a `cpu_set_t`.
                 unsafe {
@@ -234,11 +231,10 @@ mod imp {
             }
             // SAFETY: reads a valid `cpu_set_t`.
             if unsafe { libc::CPU_COUNT(&all) } > 1 {
-                return Some(2);
+                return Some(true);
             }
         }
-        // SAFETY: reads a valid `cpu_set_t`.
-        Some(unsafe { libc::CPU_COUNT(&all) } as usize)
+        Some(false)
     }
 }
 
@@ -347,7 +343,7 @@ pub(crate) mod tests {
 
     /// Pins the calling thread to `cpu`; false if it may not run there.
     #[cfg(all(target_os = "linux", not(miri)))]
-    fn pin(cpu: usize) -> bool {
+    pub(crate) fn pin(cpu: usize) -> bool {
         // SAFETY: all-zero is the empty set; `cpu` is checked against CPU_SETSIZE; the set is
         // a valid `cpu_set_t` of the size passed; pid 0 is the calling thread.
         unsafe {
@@ -363,21 +359,15 @@ pub(crate) mod tests {
     /// The CPUs the calling thread may run on.
     #[cfg(all(target_os = "linux", not(miri)))]
     fn allowed() -> Vec<usize> {
-        // SAFETY: as in `pin`.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            assert_eq!(
-                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
-                0
-            );
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect()
-        }
+        let set = super::affinity(0).expect("the calling thread's affinity");
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: `c` is below CPU_SETSIZE.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
     }
 
     /// Threads pinned each to a CPU of its own still run side by side, so the process counts
-    /// as many CPUs from any of them (it counted one, and never spun: `process_cpus`).
+    /// as many CPUs from any of them (it counted one, and never spun: `process_spans_cpus`).
     #[test]
     #[cfg(all(target_os = "linux", not(miri)))]
     fn a_thread_pinned_to_one_cpu_still_sees_the_others() {
@@ -400,7 +390,7 @@ pub(crate) mod tests {
             let own = std::thread::available_parallelism().unwrap().get();
             assert_eq!(own, 1, "pinned, std counts the thread's own CPU only");
             assert!(
-                super::process_cpus() >= 2,
+                super::process_spans_cpus(),
                 "the partner pinned to CPU {b} counts too"
             );
         })
