@@ -73,6 +73,12 @@ pub struct AdaptiveParams {
     /// --calibrate`). Without the feature the lock has no such branch at all.
     #[cfg(feature = "test-aids")]
     pub hold_ns: u32,
+    /// A test aid like [`hold_ns`](Self::hold_ns), counted in loop turns instead of
+    /// nanoseconds: the same work in every process. `hold_ns` converts to turns at a rate each
+    /// process times once, so under callgrind, whose speed follows the machine's load, two
+    /// processes' instruction counts differ; a hold measured in instructions needs this one.
+    #[cfg(feature = "test-aids")]
+    pub hold_loops: u32,
 }
 
 impl AdaptiveParams {
@@ -90,6 +96,8 @@ impl AdaptiveParams {
         task_nap_us: 20,
         #[cfg(feature = "test-aids")]
         hold_ns: 0,
+        #[cfg(feature = "test-aids")]
+        hold_loops: 0,
     };
 
     /// With [`spin_ns`](Self::spin_ns) set.
@@ -122,6 +130,13 @@ impl AdaptiveParams {
         self.hold_ns = ns;
         self
     }
+
+    /// With [`hold_loops`](Self::hold_loops) set (a test aid: the `test-aids` feature).
+    #[cfg(feature = "test-aids")]
+    pub const fn with_hold_loops(mut self, loops: u32) -> Self {
+        self.hold_loops = loops;
+        self
+    }
 }
 
 impl Default for AdaptiveParams {
@@ -149,6 +164,10 @@ impl fmt::Display for AdaptiveParams {
         if self.hold_ns != Self::DEFAULT.hold_ns {
             write!(f, ":hold_ns={}", self.hold_ns)?;
         }
+        #[cfg(feature = "test-aids")]
+        if self.hold_loops != Self::DEFAULT.hold_loops {
+            write!(f, ":hold_loops={}", self.hold_loops)?;
+        }
         Ok(())
     }
 }
@@ -163,6 +182,7 @@ impl Params for AdaptiveParams {
         "yield_ns",
         "task_nap_us",
         "hold_ns",
+        "hold_loops",
     ];
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
@@ -174,13 +194,15 @@ impl Params for AdaptiveParams {
             // Capped at 1 ms: a longer hold only makes a test aid into a hang.
             #[cfg(feature = "test-aids")]
             "hold_ns" => self.hold_ns = parse_num(key, value, 1_000_000)? as u32,
+            // About as long at native speed.
+            #[cfg(feature = "test-aids")]
+            "hold_loops" => self.hold_loops = parse_num(key, value, 1_000_000)? as u32,
             #[cfg(not(feature = "test-aids"))]
-            "hold_ns" => {
-                return Err(
-                    "`hold_ns` is a test aid: build plan9-locks with its `test-aids` \
-                     feature to use it"
-                        .to_string(),
-                )
+            "hold_ns" | "hold_loops" => {
+                return Err(format!(
+                    "`{key}` is a test aid: build plan9-locks with its `test-aids` feature \
+                     to use it"
+                ))
             }
             _ => {
                 return Err(format!(
@@ -298,8 +320,9 @@ extern "C" fn yield_while(word: &AtomicU32, busy: u32, yield_ns: u32) -> u32 {
 /// before it counts itself a sleeper and prepares to sleep.
 const LOST_RACES: u32 = 4;
 
-/// Busy-waits `ns` nanoseconds: [`AdaptiveParams::hold_ns`], the injected slowdown. Out of
-/// line and cold so that the lock's fast path keeps its shape when it is 0.
+/// Busy-waits [`AdaptiveParams::hold_ns`] nanoseconds and then
+/// [`AdaptiveParams::hold_loops`] loop turns, the injected slowdown. Out of line and cold so
+/// that the lock's fast path keeps its shape when both are 0.
 ///
 /// Counted, not timed: a clock read and a PAUSE cost tens of nanoseconds each, which made
 /// `hold_ns=3` slow a ten-buffer channel 2.2 times, where a calibration needs slowdowns of a
@@ -307,9 +330,12 @@ const LOST_RACES: u32 = 4;
 #[cfg(feature = "test-aids")]
 #[cold]
 #[inline(never)]
-fn hold(ns: u32) {
-    let loops = (u64::from(ns) * u64::from(hold_loops_per_1024ns())) >> 10;
-    for i in 0..loops {
+fn hold(params: &AdaptiveParams) {
+    let timed = match params.hold_ns {
+        0 => 0,
+        ns => (u64::from(ns) * u64::from(hold_loops_per_1024ns())) >> 10,
+    };
+    for i in 0..timed + u64::from(params.hold_loops) {
         std::hint::black_box(i);
     }
 }
@@ -553,13 +579,13 @@ impl Adaptive {
     }
 
     /// What every acquisition does once the lock is ours: count it, and with the `test-aids`
-    /// feature, busy-wait `hold_ns`.
+    /// feature, busy-wait `hold_ns` and `hold_loops`.
     #[inline(always)]
     fn acquired(&self) {
         count!(acquisitions);
         #[cfg(feature = "test-aids")]
-        if self.params.hold_ns != 0 {
-            hold(self.params.hold_ns);
+        if self.params.hold_ns != 0 || self.params.hold_loops != 0 {
+            hold(&self.params);
         }
     }
 

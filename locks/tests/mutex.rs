@@ -146,6 +146,8 @@ fn mutual_exclusion_with_unusual_parameters() {
         "adaptive:task_nap_us=1",
         #[cfg(feature = "test-aids")]
         "adaptive:hold_ns=200",
+        #[cfg(feature = "test-aids")]
+        "adaptive:hold_loops=200:hold_ns=100",
         "spin:yields=0:sleep_us=1",
     ] {
         let b: Backend = name.parse().unwrap();
@@ -394,9 +396,12 @@ fn timed<R: locks::lock_api::RawMutexTimed<Duration = Duration> + Send + Sync + 
 #[test]
 #[cfg(not(feature = "test-aids"))]
 fn hold_ns_needs_the_test_aids_feature() {
-    let e = "adaptive:hold_ns=30".parse::<Backend>().unwrap_err();
-    assert!(e.to_string().contains("test-aids"), "{e}");
-    assert!(!<locks::AdaptiveParams as locks::Params>::KEYS.contains(&"hold_ns"));
+    for key in ["hold_ns", "hold_loops"] {
+        let e = format!("adaptive:{key}=30").parse::<Backend>().unwrap_err();
+        assert!(e.to_string().contains("test-aids"), "{e}");
+        assert!(e.to_string().contains(key), "{e}");
+        assert!(!<locks::AdaptiveParams as locks::Params>::KEYS.contains(&key));
+    }
 }
 
 #[test]
@@ -411,6 +416,12 @@ fn hold_ns_is_a_parameter_that_holds_the_lock() {
     );
     let e = "adaptive:hold_ns=2000000".parse::<Backend>().unwrap_err();
     assert!(e.to_string().contains("hold_ns"), "{e}");
+    let b: Backend = "adaptive:hold_loops=30:hold_ns=5".parse().unwrap();
+    assert_eq!(b.to_string(), "adaptive:hold_ns=5:hold_loops=30");
+    let e = "adaptive:hold_loops=2000000"
+        .parse::<Backend>()
+        .unwrap_err();
+    assert!(e.to_string().contains("hold_loops"), "{e}");
     // Held 100 us per acquisition: ten acquisitions cannot take much less than 1 ms (a lower
     // bound only, which load cannot break).
     let m = "adaptive:hold_ns=100000"
