@@ -296,8 +296,8 @@ extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
 /// for tens of milliseconds before the load balancer parts them. Yielding keeps them
 /// together. A futex sleep does not: the wake-up is where the scheduler picks a CPU for the
 /// woken thread afresh, an idle one if it can. So the wait that finds the spins stopped
-/// paying sleeps at once (once per ~250 waits at most: later waits skip the spin, then
-/// yield as before). Rounds of O=0 M=1 that started with both threads on one CPU took a
+/// paying sleeps at once (at most once per 8 waits, and once per 253 after five stops
+/// without a hit: the waits between skip the spin and yield as before). Rounds of O=0 M=1 that started with both threads on one CPU took a
 /// median of 351 ns a message instead of 617, and O=1 M=2 went from 324 to 90
 /// (`docs/tuning.md`, "Where the slow processes come from").
 const STOPPED: u32 = u32::MAX;

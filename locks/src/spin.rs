@@ -84,10 +84,30 @@ mod imp {
     /// for, a thread stops spinning.
     const MISSES_TO_STOP: u8 = 2;
 
+    /// How many waits a thread that has stopped spinning goes without, before it looks
+    /// again: 8 after its first stop, doubling with each stop since its last hit, up to 253.
+    ///
+    /// Two misses in a row do not always mean a shared CPU. With more threads than CPUs the
+    /// thread waited for is now and then just preempted, and a thread that then went 253 waits
+    /// without a spin yielded where its spins would have hit: at O=0 and O=1 with eight
+    /// senders on two CPUs, 0.10-0.39 yields a message, against 0.004-0.023 with a first stop
+    /// of 8 waits, and a median 30-40 % lower (`docs/tuning.md`). A thread that really shares
+    /// its partner's CPU misses again at each look; the doubling brings it to one look per 253
+    /// waits after five stops.
+    fn waits_without_spin(stops: u8) -> u8 {
+        match stops {
+            0..=4 => 8 << stops,
+            _ => 253,
+        }
+    }
+
     std::thread_local! {
         /// This thread's record of its spins: below [`MISSES_TO_STOP`], how many in a row
-        /// missed (it still spins); from there up, how many waits it has not spun for.
+        /// missed (it still spins); from there up, counting towards the next look, which
+        /// comes when the count overflows.
         static SPINS: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+        /// How many times this thread has stopped spinning since its last hit.
+        static STOPS: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
     }
 
     /// Whether this thread should spin before it yields: not once its last spins missed.
@@ -97,8 +117,8 @@ mod imp {
     /// there while neither sleeps), every spin burns the budget that the partner needs,
     /// and a yield is the fastest hand-off there is: a chantest process of rendezvous
     /// messages went from about 200 ns a message to 500-1400 (`docs/tuning.md`). So a
-    /// thread whose spins keep missing stops spinning, and tries once again after 250-odd
-    /// waits without, in case the scheduler has moved one of the two since.
+    /// thread whose spins keep missing stops spinning, and tries once again after some waits
+    /// without ([`waits_without_spin`]), in case the scheduler has moved one of the two since.
     #[inline]
     pub(crate) fn spin_pays() -> bool {
         SPINS.with(|s| {
@@ -125,16 +145,26 @@ mod imp {
     /// yields: `adaptive::STOPPED`).
     #[inline]
     pub(crate) fn spun(hit: bool) -> bool {
-        SPINS.with(|s| {
-            let n = if hit { 0 } else { s.get() + 1 };
-            s.set(n);
-            n == MISSES_TO_STOP
-        })
+        if hit {
+            SPINS.set(0);
+            STOPS.set(0);
+            return false;
+        }
+        let n = SPINS.get() + 1;
+        if n < MISSES_TO_STOP {
+            SPINS.set(n);
+            return false;
+        }
+        let stops = STOPS.get();
+        STOPS.set(stops.saturating_add(1));
+        // `spin_pays` answers no until the count overflows.
+        SPINS.set(u8::MAX - waits_without_spin(stops));
+        true
     }
 
     /// Whether the calling thread may run on more than one CPU, so that the wake-up from a
     /// sleep could put it on another. Asked afresh each time (a thread may be pinned at any
-    /// moment), but only where a thread's spins stop paying: once per 250-odd waits at most.
+    /// moment), but only where a thread's spins stop paying: once per 8 waits at most.
     pub(crate) fn may_move() -> bool {
         #[cfg(all(target_os = "linux", not(miri)))]
         if let Some(set) = affinity(0) {
@@ -324,11 +354,13 @@ pub(crate) mod tests {
     fn a_thread_that_stopped_looks_again_now_and_then() {
         on_a_new_thread(|| {
             spun(false);
-            spun(false);
-            let skipped = (0..1000).take_while(|_| !spin_pays()).count();
-            assert_eq!(skipped, 253, "waits without a spin before the next look");
-            // The look misses: back to not spinning at once.
-            spun(false);
+            assert!(spun(false), "stopped");
+            // Each look that misses stops it again, for twice as long, up to 253 waits.
+            for want in [8, 16, 32, 64, 128, 253, 253] {
+                let skipped = (0..1000).take_while(|_| !spin_pays()).count();
+                assert_eq!(skipped, want, "waits without a spin before the next look");
+                assert!(spun(false), "the look missed: stopped again");
+            }
             assert!(!spin_pays());
             // Or it hits: spinning again.
             on_a_new_thread(|| {
@@ -337,6 +369,10 @@ pub(crate) mod tests {
                 while !spin_pays() {}
                 spun(true);
                 assert!(spin_pays() && spin_pays());
+                // And the next stop is a short one again.
+                spun(false);
+                spun(false);
+                assert_eq!((0..1000).take_while(|_| !spin_pays()).count(), 8);
             });
         });
     }
