@@ -194,7 +194,7 @@ impl Params for AdaptiveParams {
             // Capped at 1 ms: a longer hold only makes a test aid into a hang.
             #[cfg(feature = "test-aids")]
             "hold_ns" => self.hold_ns = parse_num(key, value, 1_000_000)? as u32,
-            // About as long at native speed.
+            // Capped as `hold_ns` is: a million turns take about 1 ms at native speed.
             #[cfg(feature = "test-aids")]
             "hold_loops" => self.hold_loops = parse_num(key, value, 1_000_000)? as u32,
             #[cfg(not(feature = "test-aids"))]
@@ -297,9 +297,10 @@ extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
 /// together. A futex sleep does not: the wake-up is where the scheduler picks a CPU for the
 /// woken thread afresh, an idle one if it can. So the wait that finds the spins stopped
 /// paying sleeps at once (at most once per 8 waits, and once per 253 after five stops
-/// without a hit: the waits between skip the spin and yield as before). Rounds of O=0 M=1 that started with both threads on one CPU took a
-/// median of 351 ns a message instead of 617, and O=1 M=2 went from 324 to 90
-/// (`docs/tuning.md`, "Where the slow processes come from").
+/// without a hit: the waits between skip the spin and yield as before). Rounds of O=0 M=1
+/// that started with both threads on one CPU took a median of 351 ns a message instead of
+/// 617, and O=1 M=2 went from 324 to 90 (`docs/tuning.md`, "Where the slow processes come
+/// from").
 const STOPPED: u32 = u32::MAX;
 
 /// [`wait_while`]'s yields after the first, for `yield_ns`. `extern "C"`: see [`wait_while`].

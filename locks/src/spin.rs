@@ -121,23 +121,21 @@ mod imp {
     /// without ([`waits_without_spin`]), in case the scheduler has moved one of the two since.
     #[inline]
     pub(crate) fn spin_pays() -> bool {
-        SPINS.with(|s| {
-            let n = s.get();
-            if n < MISSES_TO_STOP {
-                return true;
+        let n = SPINS.get();
+        if n < MISSES_TO_STOP {
+            return true;
+        }
+        match n.checked_add(1) {
+            Some(n) => {
+                SPINS.set(n);
+                false
             }
-            match n.checked_add(1) {
-                Some(n) => {
-                    s.set(n);
-                    false
-                }
-                // Time to look again: one spin, whose miss stops spinning again at once.
-                None => {
-                    s.set(MISSES_TO_STOP - 1);
-                    true
-                }
+            // Time to look again: one spin, whose miss stops spinning again at once.
+            None => {
+                SPINS.set(MISSES_TO_STOP - 1);
+                true
             }
-        })
+        }
     }
 
     /// Records whether the spin that [`spin_pays`] allowed saw its change (`hit`); true if
