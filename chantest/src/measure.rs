@@ -128,6 +128,8 @@ pub(crate) fn sample((ns, cycles): (u64, u64), used: Usage) -> Sample {
         futex_wakes: 0,
         yields: 0,
         contended: 0,
+        spins: 0,
+        moves: 0,
     }
 }
 

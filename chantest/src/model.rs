@@ -131,6 +131,13 @@ pub(crate) struct Sample {
     /// Lock acquisitions that found the lock held (0 without the `stats` feature).
     #[serde(default)]
     pub contended: u64,
+    /// Busy-wait turns (PAUSE-hinted loads) by the locks and waiters (0 without the `stats`
+    /// feature).
+    #[serde(default)]
+    pub spins: u64,
+    /// Threads moved off a shared CPU by the adaptive lock (0 without the `stats` feature).
+    #[serde(default)]
+    pub moves: u64,
 }
 
 /// The machine a run was made on: read by [`crate::machine::describe`].

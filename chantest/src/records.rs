@@ -229,6 +229,13 @@ pub(crate) struct Summary {
     /// Median contended lock acquisitions per message (with the `stats` feature).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contended_per_msg: Option<f64>,
+    /// Median busy-wait turns per message (with the `stats` feature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spins_per_msg: Option<f64>,
+    /// Median threads moved off a shared CPU per run (with the `stats` feature): a count, not
+    /// a rate, since a process moves a few times at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moves_per_run: Option<f64>,
     /// Median ns per message divided by the reference's at the same point: the reference
     /// backend over `chan`, or the first transport when `chan` did not run.
     pub ratio_to_ref: f64,
@@ -598,6 +605,8 @@ impl Summary {
             futex_wakes_per_msg: stats.map(|()| per_msg(|s| s.futex_wakes)),
             yields_per_msg: stats.map(|()| per_msg(|s| s.yields)),
             contended_per_msg: stats.map(|()| per_msg(|s| s.contended)),
+            spins_per_msg: stats.map(|()| per_msg(|s| s.spins)),
+            moves_per_run: stats.map(|()| totals(|s| s.moves).median),
             ratio_to_ref: f64::NAN,
             mb_per_s: msgs * cell.size as f64 / ns.median * 1e3,
         }

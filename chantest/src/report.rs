@@ -197,7 +197,14 @@ fn table(r: &Results, threshold: f64) -> String {
     }
     head.extend(["cpu ns/msg", "vcsw/msg", "ivcsw/msg"]);
     if p.stats {
-        head.extend(["fwait/msg", "fwake/msg", "yield/msg", "cont/msg"]);
+        head.extend([
+            "fwait/msg",
+            "fwake/msg",
+            "yield/msg",
+            "cont/msg",
+            "spin/msg",
+            "moves",
+        ]);
     }
     if bandwidth {
         head.push("MB/s");
@@ -237,6 +244,8 @@ fn table(r: &Results, threshold: f64) -> String {
             row.push(s.futex_wakes_per_msg.map_or_else(String::new, sig));
             row.push(s.yields_per_msg.map_or_else(String::new, sig));
             row.push(s.contended_per_msg.map_or_else(String::new, sig));
+            row.push(s.spins_per_msg.map_or_else(String::new, sig));
+            row.push(s.moves_per_run.map_or_else(String::new, sig));
         }
         if bandwidth {
             row.push(sig(s.mb_per_s));

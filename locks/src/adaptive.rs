@@ -24,7 +24,8 @@
 
 use crate::barrier;
 use crate::futex;
-use crate::spin::{may_move, spin_pays, spun, worth_spinning, Budget};
+use crate::migrate::{leave_cpu, Left};
+use crate::spin::{spin_pays, spun, worth_spinning, Budget};
 use crate::stats::count;
 use crate::strategy::{parse_num, Params, Strategy, Waiter};
 use crate::sync::{fence, spin_hint, yield_now, AtomicU32, Ordering::*};
@@ -67,6 +68,16 @@ pub struct AdaptiveParams {
     /// lock (`docs/tuning.md`). The cost is latency: a contended task may wait this long, plus
     /// the kernel's timer slack (50 us by default), where it would otherwise wait microseconds.
     pub task_nap_us: u32,
+    /// What a thread whose spins stop paying does (see `spin_pays`): it shares a CPU with
+    /// the thread it waits for, most likely. Linux only. Above 0 it moves to another of its
+    /// CPUs, by narrowing its CPU mask for one system call and restoring it, unless some
+    /// thread of the process moved less than this many microseconds ago. 0 never touches a
+    /// mask: the thread sleeps instead, so that its wake-up may place it elsewhere, which
+    /// parts the two only when a CPU is idle. With three threads on two CPUs, two rendezvous
+    /// processes in five ran 3-5 times slower without moves, one in forty with them
+    /// (`docs/tuning.md`). The cost to a program: a CPU mask that another thread sets for
+    /// this one at the very moment of a move is undone.
+    pub move_us: u32,
     /// A test aid, not a tuning knob, present only with the `test-aids` feature: busy-wait
     /// this many nanoseconds inside every critical section (after the lock is taken), so that
     /// a known slowdown can be injected and a regression test shown to catch it (`chantest
@@ -87,13 +98,15 @@ impl AdaptiveParams {
     /// at most one buffer);
     /// yield for up to 20 us before the futex sleep (`yield_ns`), since a futex sleep and wake
     /// costs far more than a yield; a task's locker naps 20 us at a time once a yield has not
-    /// freed the lock (`task_nap_us`). Chosen by measurement: the figures are in the
+    /// freed the lock (`task_nap_us`); a thread whose spins stop paying moves to another CPU,
+    /// one move per millisecond in the process (`move_us`). Chosen by measurement: the figures are in the
     /// repository's `docs/tuning.md`.
     pub const DEFAULT: AdaptiveParams = AdaptiveParams {
         spin_ns: 0,
         wait_spin_ns: 2_000,
         yield_ns: 20_000,
         task_nap_us: 20,
+        move_us: 1_000,
         #[cfg(feature = "test-aids")]
         hold_ns: 0,
         #[cfg(feature = "test-aids")]
@@ -121,6 +134,12 @@ impl AdaptiveParams {
     /// With [`task_nap_us`](Self::task_nap_us) set.
     pub const fn with_task_nap_us(mut self, us: u32) -> Self {
         self.task_nap_us = us;
+        self
+    }
+
+    /// With [`move_us`](Self::move_us) set.
+    pub const fn with_move_us(mut self, us: u32) -> Self {
+        self.move_us = us;
         self
     }
 
@@ -160,6 +179,9 @@ impl fmt::Display for AdaptiveParams {
         if self.task_nap_us != Self::DEFAULT.task_nap_us {
             write!(f, ":task_nap_us={}", self.task_nap_us)?;
         }
+        if self.move_us != Self::DEFAULT.move_us {
+            write!(f, ":move_us={}", self.move_us)?;
+        }
         #[cfg(feature = "test-aids")]
         if self.hold_ns != Self::DEFAULT.hold_ns {
             write!(f, ":hold_ns={}", self.hold_ns)?;
@@ -172,18 +194,18 @@ impl fmt::Display for AdaptiveParams {
     }
 }
 
+/// The tuning keys, then any others (the test aids, when built in).
+macro_rules! keys {
+    ($($aid:literal),*) => {
+        &["spin_ns", "wait_spin_ns", "yield_ns", "task_nap_us", "move_us" $(, $aid)*]
+    };
+}
+
 impl Params for AdaptiveParams {
     #[cfg(not(feature = "test-aids"))]
-    const KEYS: &'static [&'static str] = &["spin_ns", "wait_spin_ns", "yield_ns", "task_nap_us"];
+    const KEYS: &'static [&'static str] = keys!();
     #[cfg(feature = "test-aids")]
-    const KEYS: &'static [&'static str] = &[
-        "spin_ns",
-        "wait_spin_ns",
-        "yield_ns",
-        "task_nap_us",
-        "hold_ns",
-        "hold_loops",
-    ];
+    const KEYS: &'static [&'static str] = keys!("hold_ns", "hold_loops");
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "spin_ns" => self.spin_ns = parse_num(key, value, 1_000_000_000)? as u32,
@@ -191,6 +213,7 @@ impl Params for AdaptiveParams {
             "yield_ns" => self.yield_ns = parse_num(key, value, 1_000_000_000)? as u32,
             // Capped at 1 s, as the other waits.
             "task_nap_us" => self.task_nap_us = parse_num(key, value, 1_000_000)? as u32,
+            "move_us" => self.move_us = parse_num(key, value, 1_000_000)? as u32,
             // Capped at 1 ms: a longer hold only makes a test aid into a hang.
             #[cfg(feature = "test-aids")]
             "hold_ns" => self.hold_ns = parse_num(key, value, 1_000_000)? as u32,
@@ -235,13 +258,13 @@ impl Params for AdaptiveParams {
 /// rather than unwind (under loom too, where a model's failure is a panic: it is still
 /// printed).
 #[inline(always)]
-fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
+fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32, move_us: u32) -> u32 {
     let s = word.load(Relaxed);
     if s != busy {
         return s;
     }
     if spin_ns != 0 && worth_spinning() {
-        let s = spin_while(word, busy, spin_ns);
+        let s = spin_while(word, busy, spin_ns, move_us);
         if s != busy {
             return s;
         }
@@ -266,7 +289,7 @@ fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32) -> u32 {
 /// [`wait_while`] made LLVM stop inlining the waiter's wait into a channel's blocking path
 /// (17 instructions a message more at O=0 M=1, by callgrind). `extern "C"`: see [`wait_while`].
 #[inline(never)]
-extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
+extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32, move_us: u32) -> u32 {
     if !spin_pays() {
         return word.load(Relaxed);
     }
@@ -279,24 +302,28 @@ extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32) -> u32 {
         s = word.load(Relaxed);
     }
     count!(spins, spins);
-    // A thread pinned to its CPU cannot be moved by a wake-up: it yields as before.
-    if spun(s != busy) && may_move() {
-        return STOPPED;
+    if spun(s != busy) {
+        return match leave_cpu(move_us) {
+            Left::Stays => STOPPED,
+            // Apart now, or parted a moment ago by the other's move: waits on. A thread
+            // pinned to its CPU cannot be moved at all: it yields as before.
+            Left::Moved | Left::Rationed | Left::Pinned => s,
+        };
     }
     s
 }
 
 /// What [`wait_while`] returns when the wait's spin missed and so made this thread stop
-/// spinning ([`spun`]), and the thread is free to run on another CPU ([`may_move`]): no word
-/// a wait watches ever holds it.
+/// spinning ([`spun`]), and the thread was not moved to another CPU but could be (moves are
+/// off, or refused: [`leave_cpu`]): no word a wait watches ever holds it.
 ///
 /// Its spins stop paying when the thread it waits for cannot run meanwhile, mostly because
 /// the scheduler has put both on one CPU: a new thread often starts on the CPU of the
 /// thread that made it, and two threads that trade messages without sleeping stay together
 /// for tens of milliseconds before the load balancer parts them. Yielding keeps them
-/// together. A futex sleep does not: the wake-up is where the scheduler picks a CPU for the
-/// woken thread afresh, an idle one if it can. So the wait that finds the spins stopped
-/// paying sleeps at once (at most once per 8 waits, and once per 253 after five stops
+/// together. Moving does not ([`AdaptiveParams::move_us`]), and neither does a futex sleep:
+/// the wake-up is where the scheduler picks a CPU for the woken thread afresh, an idle one if
+/// it can. So where it cannot move, the wait that finds the spins stopped paying sleeps at once (at most once per 8 waits, and once per 253 after five stops
 /// without a hit: the waits between skip the spin and yield as before). Rounds of O=0 M=1
 /// that started with both threads on one CPU took a median of 351 ns a message instead of
 /// 617, and O=1 M=2 went from 324 to 90 (`docs/tuning.md`, "Where the slow processes come
@@ -466,7 +493,7 @@ impl Adaptive {
         // back to watching, a few times, before it gives up and sleeps.
         for _ in 0..LOST_RACES {
             // Budgets spent, or the spin stopped paying: sleep (see `STOPPED`).
-            let s = wait_while(&self.state, LOCKED, spin_ns, p.yield_ns);
+            let s = wait_while(&self.state, LOCKED, spin_ns, p.yield_ns, p.move_us);
             if s == LOCKED || s == STOPPED {
                 break;
             }
@@ -712,10 +739,12 @@ const PARKED: u32 = 2;
 /// Signalling costs a system call only if the waiter had gone to sleep.
 pub struct AdaptiveWaiter {
     state: AtomicU32,
-    /// [`AdaptiveParams::wait_spin_ns`] and [`AdaptiveParams::yield_ns`], the two a wait
-    /// reads: a blocked operation writes its waiter on every wait, so it holds no more.
+    /// [`AdaptiveParams::wait_spin_ns`], [`AdaptiveParams::yield_ns`] and
+    /// [`AdaptiveParams::move_us`], the three a wait reads: a blocked operation writes its
+    /// waiter on every wait, so it holds no more.
     spin_ns: u32,
     yield_ns: u32,
+    move_us: u32,
 }
 
 impl fmt::Debug for AdaptiveWaiter {
@@ -729,6 +758,7 @@ impl fmt::Debug for AdaptiveWaiter {
             .field("state", &state)
             .field("spin_ns", &self.spin_ns)
             .field("yield_ns", &self.yield_ns)
+            .field("move_us", &self.move_us)
             .finish()
     }
 }
@@ -740,6 +770,7 @@ impl AdaptiveWaiter {
             state: AtomicU32::new(EMPTY),
             spin_ns: params.wait_spin_ns,
             yield_ns: params.yield_ns,
+            move_us: params.move_us,
         }
     }
 
@@ -747,7 +778,14 @@ impl AdaptiveWaiter {
     /// Inline up to the first yield, as [`wait_while`] is: see there.
     #[inline(always)]
     fn park(&self, deadline: Option<Instant>) -> bool {
-        if wait_while(&self.state, EMPTY, self.spin_ns, self.yield_ns) == SET {
+        if wait_while(
+            &self.state,
+            EMPTY,
+            self.spin_ns,
+            self.yield_ns,
+            self.move_us,
+        ) == SET
+        {
             // The signal's Release is seen by a Relaxed load: this fence makes it
             // synchronise, as an Acquire load of the word would (no instruction on x86).
             // ThreadSanitizer does not model fences, so under it (`.ci/tsan` sets
@@ -844,59 +882,88 @@ mod tests {
     use crate::spin::tests::on_a_new_thread;
     use std::sync::Arc;
 
+    /// Whether the calling thread could be moved by the scheduler (not pinned to one CPU).
+    fn free() -> bool {
+        leave_cpu(0) == Left::Stays
+    }
+
     #[test]
     fn the_spin_that_stops_paying_says_so() {
         on_a_new_thread(|| {
             let word = AtomicU32::new(EMPTY);
-            assert_eq!(spin_while(&word, EMPTY, 1_000), EMPTY, "one miss");
-            // (A test run confined to one CPU cannot move, and yields on: the test below.)
-            let stopped = if may_move() { STOPPED } else { EMPTY };
-            assert_eq!(spin_while(&word, EMPTY, 1_000), stopped, "two in a row");
+            assert_eq!(spin_while(&word, EMPTY, 1_000, 0), EMPTY, "one miss");
+            // With moves off, a free thread sleeps for the wake-up to place it. (A thread
+            // confined to one CPU cannot be placed anywhere, and yields on: the test below.)
+            let stopped = if free() { STOPPED } else { EMPTY };
+            assert_eq!(spin_while(&word, EMPTY, 1_000, 0), stopped, "two in a row");
             // From now on the spin is skipped, and reports what it sees.
             word.store(SET, Relaxed);
-            assert_eq!(spin_while(&word, EMPTY, 1_000), SET);
+            assert_eq!(spin_while(&word, EMPTY, 1_000, 0), SET);
         });
     }
 
-    /// A thread pinned to its CPU cannot be moved by a wake-up, so it does not sleep for one.
+    /// With moves on, a thread on Linux whose spins stop paying moves (or finds that another
+    /// thread just did) and waits on, without the sleep.
     #[test]
     #[cfg(all(target_os = "linux", not(miri)))]
-    fn a_pinned_thread_whose_spins_stop_paying_yields_on() {
+    fn a_thread_that_can_move_does_not_sleep() {
         on_a_new_thread(|| {
-            // SAFETY: no preconditions.
-            let here = unsafe { libc::sched_getcpu() };
-            assert!(crate::spin::tests::pin(here as usize));
-            assert!(!may_move());
             let word = AtomicU32::new(EMPTY);
-            assert_eq!(spin_while(&word, EMPTY, 1_000), EMPTY);
+            assert_eq!(spin_while(&word, EMPTY, 1_000, 1_000), EMPTY);
             assert_eq!(
-                spin_while(&word, EMPTY, 1_000),
+                spin_while(&word, EMPTY, 1_000, 1_000),
                 EMPTY,
-                "stopped, but not sleeping"
+                "stopped, moved"
             );
         });
     }
 
-    /// A waiter whose spin stops paying sleeps at once, and its signal still wakes it.
+    /// A thread pinned to its CPU can be moved neither by a wake-up nor by a move, so it
+    /// neither sleeps nor moves: it yields on.
     #[test]
-    fn a_waiter_whose_spins_stopped_paying_sleeps_and_is_woken() {
-        on_a_new_thread(|| {
-            let w = Arc::new(AdaptiveWaiter::new(AdaptiveParams::DEFAULT));
-            // One miss already: the wait's own spin, if it misses, is the second.
-            spun(false);
-            let signaller = {
-                let w = Arc::clone(&w);
-                std::thread::spawn(move || {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                    // SAFETY: `w` is alive: this thread holds a reference.
-                    unsafe { AdaptiveWaiter::signal(&*w) };
-                })
-            };
-            assert!(w.wait_checked());
-            // Returned on the signal, not on `STOPPED` taken for one: the signaller sleeps
-            // 20 ms before it signals.
-            assert!(w.is_signalled());
-            signaller.join().unwrap();
-        });
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn a_pinned_thread_whose_spins_stop_paying_yields_on() {
+        for move_us in [0, 1_000] {
+            on_a_new_thread(move || {
+                // SAFETY: no preconditions.
+                let here = unsafe { libc::sched_getcpu() };
+                assert!(crate::spin::tests::pin(here as usize));
+                assert!(!free());
+                let word = AtomicU32::new(EMPTY);
+                assert_eq!(spin_while(&word, EMPTY, 1_000, move_us), EMPTY);
+                assert_eq!(
+                    spin_while(&word, EMPTY, 1_000, move_us),
+                    EMPTY,
+                    "stopped, but not sleeping (move_us {move_us})"
+                );
+            });
+        }
+    }
+
+    /// A waiter whose spin stops paying sleeps at once (moves off) or moves (on), and its
+    /// signal still wakes it.
+    #[test]
+    fn a_waiter_whose_spins_stopped_paying_is_woken() {
+        for move_us in [0, 1_000] {
+            on_a_new_thread(move || {
+                let params = AdaptiveParams::DEFAULT.with_move_us(move_us);
+                let w = Arc::new(AdaptiveWaiter::new(params));
+                // One miss already: the wait's own spin, if it misses, is the second.
+                spun(false);
+                let signaller = {
+                    let w = Arc::clone(&w);
+                    std::thread::spawn(move || {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        // SAFETY: `w` is alive: this thread holds a reference.
+                        unsafe { AdaptiveWaiter::signal(&*w) };
+                    })
+                };
+                assert!(w.wait_checked());
+                // Returned on the signal, not on `STOPPED` taken for one: the signaller
+                // sleeps 20 ms before it signals.
+                assert!(w.is_signalled());
+                signaller.join().unwrap();
+            });
+        }
     }
 }

@@ -196,6 +196,7 @@ mod dyn_lock;
 #[cfg(not(loom))]
 mod erased;
 mod futex;
+mod migrate;
 mod raw;
 mod registry;
 mod rwlock;

@@ -160,18 +160,6 @@ mod imp {
         true
     }
 
-    /// Whether the calling thread may run on more than one CPU, so that the wake-up from a
-    /// sleep could put it on another. Asked afresh each time (a thread may be pinned at any
-    /// moment), but only where a thread's spins stop paying: once per 8 waits at most.
-    pub(crate) fn may_move() -> bool {
-        #[cfg(all(target_os = "linux", not(miri)))]
-        if let Some(set) = affinity(0) {
-            // SAFETY: reads a valid `cpu_set_t`.
-            return unsafe { libc::CPU_COUNT(&set) } > 1;
-        }
-        true
-    }
-
     /// The CPUs thread `tid` may run on (0: the calling thread); `None` if it cannot be
     /// asked (a thread that has exited, say).
     #[cfg(all(target_os = "linux", not(miri)))]
@@ -297,10 +285,6 @@ mod imp {
     /// the sleep that a stop leads to straight away is the same sleep.
     pub(crate) fn spun(_hit: bool) -> bool {
         false
-    }
-
-    pub(crate) fn may_move() -> bool {
-        true
     }
 }
 

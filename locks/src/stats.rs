@@ -33,6 +33,9 @@ pub struct Snapshot {
     pub futex_waits: u64,
     /// `FUTEX_WAKE` calls.
     pub futex_wakes: u64,
+    /// Threads moved off a CPU they shared with the thread they waited for (the adaptive
+    /// lock's [`move_us`](crate::AdaptiveParams::move_us)).
+    pub moves: u64,
 }
 
 impl Snapshot {
@@ -46,6 +49,7 @@ impl Snapshot {
             sleeps: self.sleeps.wrapping_sub(earlier.sleeps),
             futex_waits: self.futex_waits.wrapping_sub(earlier.futex_waits),
             futex_wakes: self.futex_wakes.wrapping_sub(earlier.futex_wakes),
+            moves: self.moves.wrapping_sub(earlier.moves),
         }
     }
 }
@@ -64,9 +68,10 @@ pub(crate) mod imp {
     pub(crate) static SLEEPS: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
     pub(crate) static FUTEX_WAITS: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
     pub(crate) static FUTEX_WAKES: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
+    pub(crate) static MOVES: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
 
     // A static, not a const: a const that refers to statics needs Rust 1.83 (the MSRV is 1.82).
-    static ALL: [&CachePadded<AtomicU64>; 7] = [
+    static ALL: [&CachePadded<AtomicU64>; 8] = [
         &ACQUISITIONS,
         &CONTENDED,
         &SPINS,
@@ -74,10 +79,11 @@ pub(crate) mod imp {
         &SLEEPS,
         &FUTEX_WAITS,
         &FUTEX_WAKES,
+        &MOVES,
     ];
 
     pub(super) fn snapshot() -> Snapshot {
-        let [acquisitions, contended, spins, yields, sleeps, futex_waits, futex_wakes] =
+        let [acquisitions, contended, spins, yields, sleeps, futex_waits, futex_wakes, moves] =
             ALL.map(|c| c.load(Relaxed));
         Snapshot {
             acquisitions,
@@ -87,6 +93,7 @@ pub(crate) mod imp {
             sleeps,
             futex_waits,
             futex_wakes,
+            moves,
         }
     }
 
@@ -152,6 +159,9 @@ macro_rules! counter {
     };
     (futex_wakes) => {
         &$crate::stats::imp::FUTEX_WAKES
+    };
+    (moves) => {
+        &$crate::stats::imp::MOVES
     };
 }
 

@@ -263,6 +263,8 @@ impl Clocks {
             futex_wakes: stats.futex_wakes,
             yields: stats.yields,
             contended: stats.contended,
+            spins: stats.spins,
+            moves: stats.moves,
             ..measure::sample(self.stamp.since(&start.stamp), used)
         }
     }
