@@ -51,7 +51,7 @@ const BATTERY: &[(&[&str], i32, &[&str])] = &[
     (&["-R", "1.5"], 2, &["-R"]),
     (&["--lock", "mcs"], 2, &["--lock", "(valid:", "spin, sem, adaptive"]),
     (&["--lock", "spin,spin"], 2, &["--lock"]),
-    (&["--lock", "adaptive:bogus=1"], 2, &["--lock", "(valid:", "spin_ns, wait_spin_ns, yield_ns, task_nap_us, move_us"]),
+    (&["--lock", "adaptive:bogus=1"], 2, &["--lock", "(valid:", "spin_ns, wait_spin_ns, yield_ns, task_nap_us, moves"]),
     (&["--lock", "all,spin"], 2, &["--lock"]),
     (&["--lock", "spin,all"], 2, &["--lock"]),
     (&["--lock", "adaptive:spin_ns=x"], 2, &["--lock"]),

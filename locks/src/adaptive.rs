@@ -68,16 +68,16 @@ pub struct AdaptiveParams {
     /// lock (`docs/tuning.md`). The cost is latency: a contended task may wait this long, plus
     /// the kernel's timer slack (50 us by default), where it would otherwise wait microseconds.
     pub task_nap_us: u32,
-    /// What a thread whose spins stop paying does (see `spin_pays`): it shares a CPU with
-    /// the thread it waits for, most likely. Linux only. Above 0 it moves to another of its
-    /// CPUs, by narrowing its CPU mask for one system call and restoring it, unless some
-    /// thread of the process moved less than this many microseconds ago. 0 never touches a
-    /// mask: the thread sleeps instead, so that its wake-up may place it elsewhere, which
-    /// parts the two only when a CPU is idle. With three threads on two CPUs, two rendezvous
-    /// processes in five ran 3-5 times slower without moves, one in forty with them
-    /// (`docs/tuning.md`). The cost to a program: a CPU mask that another thread sets for
-    /// this one at the very moment of a move is undone.
-    pub move_us: u32,
+    /// What a thread whose spins stop paying does: it most likely shares a CPU with the
+    /// thread it waits for. With `true` (Linux only) it moves to another of its CPUs, by
+    /// narrowing its CPU mask for one system call and restoring it, unless some thread of the
+    /// process moved less than a millisecond ago. With `false` it never touches a mask: it
+    /// sleeps instead, so that its wake-up may place it elsewhere, which parts the two only
+    /// when a CPU is idle. With three threads on two CPUs, two rendezvous processes in five
+    /// ran 3-5 times slower without moves, one in twenty with them (`docs/tuning.md`). The
+    /// cost to a program: a CPU mask that another thread sets for this one at the very moment
+    /// of a move is undone.
+    pub moves: bool,
     /// A test aid, not a tuning knob, present only with the `test-aids` feature: busy-wait
     /// this many nanoseconds inside every critical section (after the lock is taken), so that
     /// a known slowdown can be injected and a regression test shown to catch it (`chantest
@@ -98,15 +98,15 @@ impl AdaptiveParams {
     /// at most one buffer);
     /// yield for up to 20 us before the futex sleep (`yield_ns`), since a futex sleep and wake
     /// costs far more than a yield; a task's locker naps 20 us at a time once a yield has not
-    /// freed the lock (`task_nap_us`); a thread whose spins stop paying moves to another CPU,
-    /// one move per millisecond in the process (`move_us`). Chosen by measurement: the figures are in the
+    /// freed the lock (`task_nap_us`); a thread whose spins stop paying moves to another CPU
+    /// (`moves`). Chosen by measurement: the figures are in the
     /// repository's `docs/tuning.md`.
     pub const DEFAULT: AdaptiveParams = AdaptiveParams {
         spin_ns: 0,
         wait_spin_ns: 2_000,
         yield_ns: 20_000,
         task_nap_us: 20,
-        move_us: 1_000,
+        moves: true,
         #[cfg(feature = "test-aids")]
         hold_ns: 0,
         #[cfg(feature = "test-aids")]
@@ -137,9 +137,9 @@ impl AdaptiveParams {
         self
     }
 
-    /// With [`move_us`](Self::move_us) set.
-    pub const fn with_move_us(mut self, us: u32) -> Self {
-        self.move_us = us;
+    /// With [`moves`](Self::moves) set.
+    pub const fn with_moves(mut self, moves: bool) -> Self {
+        self.moves = moves;
         self
     }
 
@@ -179,8 +179,8 @@ impl fmt::Display for AdaptiveParams {
         if self.task_nap_us != Self::DEFAULT.task_nap_us {
             write!(f, ":task_nap_us={}", self.task_nap_us)?;
         }
-        if self.move_us != Self::DEFAULT.move_us {
-            write!(f, ":move_us={}", self.move_us)?;
+        if self.moves != Self::DEFAULT.moves {
+            write!(f, ":moves={}", u8::from(self.moves))?;
         }
         #[cfg(feature = "test-aids")]
         if self.hold_ns != Self::DEFAULT.hold_ns {
@@ -197,7 +197,7 @@ impl fmt::Display for AdaptiveParams {
 /// The tuning keys, then any others (the test aids, when built in).
 macro_rules! keys {
     ($($aid:literal),*) => {
-        &["spin_ns", "wait_spin_ns", "yield_ns", "task_nap_us", "move_us" $(, $aid)*]
+        &["spin_ns", "wait_spin_ns", "yield_ns", "task_nap_us", "moves" $(, $aid)*]
     };
 }
 
@@ -213,7 +213,7 @@ impl Params for AdaptiveParams {
             "yield_ns" => self.yield_ns = parse_num(key, value, 1_000_000_000)? as u32,
             // Capped at 1 s, as the other waits.
             "task_nap_us" => self.task_nap_us = parse_num(key, value, 1_000_000)? as u32,
-            "move_us" => self.move_us = parse_num(key, value, 1_000_000)? as u32,
+            "moves" => self.moves = parse_num(key, value, 1)? == 1,
             // Capped at 1 ms: a longer hold only makes a test aid into a hang.
             #[cfg(feature = "test-aids")]
             "hold_ns" => self.hold_ns = parse_num(key, value, 1_000_000)? as u32,
@@ -258,13 +258,13 @@ impl Params for AdaptiveParams {
 /// rather than unwind (under loom too, where a model's failure is a panic: it is still
 /// printed).
 #[inline(always)]
-fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32, move_us: u32) -> u32 {
+fn wait_while(word: &AtomicU32, busy: u32, spin: Spin, yield_ns: u32) -> u32 {
     let s = word.load(Relaxed);
     if s != busy {
         return s;
     }
-    if spin_ns != 0 && worth_spinning() {
-        let s = spin_while(word, busy, spin_ns, move_us);
+    if spin.0 != 0 && worth_spinning() {
+        let s = spin_while(word, busy, spin);
         if s != busy {
             return s;
         }
@@ -289,11 +289,11 @@ fn wait_while(word: &AtomicU32, busy: u32, spin_ns: u32, yield_ns: u32, move_us:
 /// [`wait_while`] made LLVM stop inlining the waiter's wait into a channel's blocking path
 /// (17 instructions a message more at O=0 M=1, by callgrind). `extern "C"`: see [`wait_while`].
 #[inline(never)]
-extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32, move_us: u32) -> u32 {
+extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin: Spin) -> u32 {
     if !spin_pays() {
         return word.load(Relaxed);
     }
-    let budget = Budget::start(spin_ns);
+    let budget = Budget::start(spin.ns());
     let mut spins = 0u32;
     let mut s = word.load(Relaxed);
     while s == busy && !budget.spent() {
@@ -303,7 +303,7 @@ extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32, move_us: u32
     }
     count!(spins, spins);
     if spun(s != busy) {
-        return match leave_cpu(move_us) {
+        return match leave_cpu(spin.moves()) {
             Left::Stays => STOPPED,
             // Apart now, or parted a moment ago by the other's move: waits on. A thread
             // pinned to its CPU cannot be moved at all: it yields as before.
@@ -321,7 +321,7 @@ extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32, move_us: u32
 /// the scheduler has put both on one CPU: a new thread often starts on the CPU of the
 /// thread that made it, and two threads that trade messages without sleeping stay together
 /// for tens of milliseconds before the load balancer parts them. Yielding keeps them
-/// together. Moving does not ([`AdaptiveParams::move_us`]), and neither does a futex sleep:
+/// together. Moving does not ([`AdaptiveParams::moves`]), and neither does a futex sleep:
 /// the wake-up is where the scheduler picks a CPU for the woken thread afresh, an idle one if
 /// it can. So where it cannot move, the wait that finds the spins stopped paying sleeps at once (at most once per 8 waits, and once per 253 after five stops
 /// without a hit: the waits between skip the spin and yield as before). Rounds of O=0 M=1
@@ -329,6 +329,41 @@ extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin_ns: u32, move_us: u32
 /// 617, and O=1 M=2 went from 324 to 90 (`docs/tuning.md`, "Where the slow processes come
 /// from").
 const STOPPED: u32 = u32::MAX;
+
+/// A wait's spin budget in nanoseconds ([`AdaptiveParams::wait_spin_ns`] or
+/// [`AdaptiveParams::spin_ns`]), with [`AdaptiveParams::moves`] in its top bit, so that a
+/// waiter carries both in the one word it carried the budget in: a blocked operation writes
+/// its waiter on every wait (a second word cost 2-3 instructions a message at O=0, by
+/// callgrind). 0 whenever the budget is: a wait that never spins never stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+struct Spin(u32);
+
+impl Spin {
+    /// The bit that says a thread whose spins stop paying stays on its CPU. Budgets are capped
+    /// below it, at 2.1 s.
+    const STAYS: u32 = 1 << 31;
+
+    const fn new(ns: u32, moves: bool) -> Spin {
+        if ns == 0 {
+            return Spin(0);
+        }
+        let ns = if ns < Self::STAYS {
+            ns
+        } else {
+            Self::STAYS - 1
+        };
+        Spin(if moves { ns } else { ns | Self::STAYS })
+    }
+
+    fn ns(self) -> u32 {
+        self.0 & !Self::STAYS
+    }
+
+    fn moves(self) -> bool {
+        self.0 & Self::STAYS == 0
+    }
+}
 
 /// [`wait_while`]'s yields after the first, for `yield_ns`. `extern "C"`: see [`wait_while`].
 #[cold]
@@ -414,15 +449,22 @@ fn nap(_us: u32) {
 /// let m = Mutex::from_raw(Adaptive::new(AdaptiveParams::DEFAULT.with_yield_ns(0)), 0);
 /// assert_eq!(*m.lock(), 0);
 /// ```
+// `repr(C)`, the hot words last: where the lock word lies in a channel (`chan`'s `Shared`,
+// where the lock comes just before the summary that every unlock writes) must not move with
+// unrelated changes to this struct. Left to Rust, adding a field moved it 16 bytes, and a
+// pinned rendezvous ran 5-9 % slower (`docs/tuning.md`).
+#[repr(C)]
 pub struct Adaptive {
+    params: AdaptiveParams,
+    /// A first waiter's [`Spin`], made once here rather than at every wait.
+    first_spin: Spin,
+    /// The word sleepers sleep on, odd while a wake-up is on its way to one of them: see
+    /// [`wake_sleeper`](Self::wake_sleeper).
+    wakes: AtomicU32,
     /// 1 while held.
     state: AtomicU32,
     /// Threads asleep on `wakes`, or about to sleep: an unlock that reads 0 here wakes nobody.
     sleepers: AtomicU32,
-    /// The word sleepers sleep on, odd while a wake-up is on its way to one of them: see
-    /// [`wake_sleeper`](Self::wake_sleeper).
-    wakes: AtomicU32,
-    params: AdaptiveParams,
 }
 
 impl fmt::Debug for Adaptive {
@@ -444,6 +486,7 @@ impl Adaptive {
             sleepers: AtomicU32::new(0),
             wakes: AtomicU32::new(0),
             params,
+            first_spin: Spin::new(params.wait_spin_ns, params.moves),
         }
     }
 
@@ -461,6 +504,7 @@ impl Adaptive {
             sleepers: AtomicU32::new(0),
             wakes: AtomicU32::new(0),
             params,
+            first_spin: Spin::new(params.wait_spin_ns, params.moves),
         }
     }
 
@@ -493,7 +537,7 @@ impl Adaptive {
         // back to watching, a few times, before it gives up and sleeps.
         for _ in 0..LOST_RACES {
             // Budgets spent, or the spin stopped paying: sleep (see `STOPPED`).
-            let s = wait_while(&self.state, LOCKED, spin_ns, p.yield_ns, p.move_us);
+            let s = wait_while(&self.state, LOCKED, Spin::new(spin_ns, p.moves), p.yield_ns);
             if s == LOCKED || s == STOPPED {
                 break;
             }
@@ -671,7 +715,11 @@ unsafe impl Strategy for Adaptive {
 
     /// A waiter that spins for [`AdaptiveParams::wait_spin_ns`] first.
     fn first_waiter(&self) -> AdaptiveWaiter {
-        AdaptiveWaiter::new(self.params)
+        AdaptiveWaiter {
+            state: AtomicU32::new(EMPTY),
+            spin: self.first_spin,
+            yield_ns: self.params.yield_ns,
+        }
     }
 
     #[inline]
@@ -739,12 +787,11 @@ const PARKED: u32 = 2;
 /// Signalling costs a system call only if the waiter had gone to sleep.
 pub struct AdaptiveWaiter {
     state: AtomicU32,
-    /// [`AdaptiveParams::wait_spin_ns`], [`AdaptiveParams::yield_ns`] and
-    /// [`AdaptiveParams::move_us`], the three a wait reads: a blocked operation writes its
-    /// waiter on every wait, so it holds no more.
-    spin_ns: u32,
+    /// [`AdaptiveParams::wait_spin_ns`] with [`AdaptiveParams::moves`], and
+    /// [`AdaptiveParams::yield_ns`]: all a wait reads. A blocked operation writes its waiter
+    /// on every wait, so it holds no more.
+    spin: Spin,
     yield_ns: u32,
-    move_us: u32,
 }
 
 impl fmt::Debug for AdaptiveWaiter {
@@ -756,9 +803,9 @@ impl fmt::Debug for AdaptiveWaiter {
         };
         f.debug_struct("AdaptiveWaiter")
             .field("state", &state)
-            .field("spin_ns", &self.spin_ns)
+            .field("spin_ns", &self.spin.ns())
+            .field("moves", &self.spin.moves())
             .field("yield_ns", &self.yield_ns)
-            .field("move_us", &self.move_us)
             .finish()
     }
 }
@@ -768,9 +815,8 @@ impl AdaptiveWaiter {
     pub fn new(params: AdaptiveParams) -> Self {
         AdaptiveWaiter {
             state: AtomicU32::new(EMPTY),
-            spin_ns: params.wait_spin_ns,
+            spin: Spin::new(params.wait_spin_ns, params.moves),
             yield_ns: params.yield_ns,
-            move_us: params.move_us,
         }
     }
 
@@ -778,14 +824,7 @@ impl AdaptiveWaiter {
     /// Inline up to the first yield, as [`wait_while`] is: see there.
     #[inline(always)]
     fn park(&self, deadline: Option<Instant>) -> bool {
-        if wait_while(
-            &self.state,
-            EMPTY,
-            self.spin_ns,
-            self.yield_ns,
-            self.move_us,
-        ) == SET
-        {
+        if wait_while(&self.state, EMPTY, self.spin, self.yield_ns) == SET {
             // The signal's Release is seen by a Relaxed load: this fence makes it
             // synchronise, as an Acquire load of the word would (no instruction on x86).
             // ThreadSanitizer does not model fences, so under it (`.ci/tsan` sets
@@ -882,23 +921,56 @@ mod tests {
     use crate::spin::tests::on_a_new_thread;
     use std::sync::Arc;
 
+    #[test]
+    fn a_spin_carries_its_budget_and_whether_to_move() {
+        assert_eq!(Spin::new(0, false), Spin(0), "no spin, no stop");
+        assert_eq!(
+            (
+                Spin::new(2_000, false).ns(),
+                Spin::new(2_000, false).moves()
+            ),
+            (2_000, false)
+        );
+        assert_eq!(
+            (Spin::new(2_000, true).ns(), Spin::new(2_000, true).moves()),
+            (2_000, true)
+        );
+        let most = Spin::new(u32::MAX, true);
+        assert_eq!(
+            (most.ns(), most.moves()),
+            (Spin::STAYS - 1, true),
+            "capped below the bit"
+        );
+        let l = Adaptive::new(AdaptiveParams::DEFAULT.with_moves(false));
+        assert_eq!(l.first_waiter().spin, Spin::new(2_000, false));
+        assert_eq!(l.waiter().spin, Spin(0));
+    }
+
     /// Whether the calling thread could be moved by the scheduler (not pinned to one CPU).
     fn free() -> bool {
-        leave_cpu(0) == Left::Stays
+        leave_cpu(false) == Left::Stays
     }
 
     #[test]
     fn the_spin_that_stops_paying_says_so() {
         on_a_new_thread(|| {
             let word = AtomicU32::new(EMPTY);
-            assert_eq!(spin_while(&word, EMPTY, 1_000, 0), EMPTY, "one miss");
+            assert_eq!(
+                spin_while(&word, EMPTY, Spin::new(1_000, false)),
+                EMPTY,
+                "one miss"
+            );
             // With moves off, a free thread sleeps for the wake-up to place it. (A thread
             // confined to one CPU cannot be placed anywhere, and yields on: the test below.)
             let stopped = if free() { STOPPED } else { EMPTY };
-            assert_eq!(spin_while(&word, EMPTY, 1_000, 0), stopped, "two in a row");
+            assert_eq!(
+                spin_while(&word, EMPTY, Spin::new(1_000, false)),
+                stopped,
+                "two in a row"
+            );
             // From now on the spin is skipped, and reports what it sees.
             word.store(SET, Relaxed);
-            assert_eq!(spin_while(&word, EMPTY, 1_000, 0), SET);
+            assert_eq!(spin_while(&word, EMPTY, Spin::new(1_000, false)), SET);
         });
     }
 
@@ -909,9 +981,9 @@ mod tests {
     fn a_thread_that_can_move_does_not_sleep() {
         on_a_new_thread(|| {
             let word = AtomicU32::new(EMPTY);
-            assert_eq!(spin_while(&word, EMPTY, 1_000, 1_000), EMPTY);
+            assert_eq!(spin_while(&word, EMPTY, Spin::new(1_000, true)), EMPTY);
             assert_eq!(
-                spin_while(&word, EMPTY, 1_000, 1_000),
+                spin_while(&word, EMPTY, Spin::new(1_000, true)),
                 EMPTY,
                 "stopped, moved"
             );
@@ -923,18 +995,19 @@ mod tests {
     #[test]
     #[cfg(all(target_os = "linux", not(miri)))]
     fn a_pinned_thread_whose_spins_stop_paying_yields_on() {
-        for move_us in [0, 1_000] {
+        for moves in [false, true] {
             on_a_new_thread(move || {
                 // SAFETY: no preconditions.
                 let here = unsafe { libc::sched_getcpu() };
                 assert!(crate::spin::tests::pin(here as usize));
                 assert!(!free());
                 let word = AtomicU32::new(EMPTY);
-                assert_eq!(spin_while(&word, EMPTY, 1_000, move_us), EMPTY);
+                let spin = Spin::new(1_000, moves);
+                assert_eq!(spin_while(&word, EMPTY, spin), EMPTY);
                 assert_eq!(
-                    spin_while(&word, EMPTY, 1_000, move_us),
+                    spin_while(&word, EMPTY, spin),
                     EMPTY,
-                    "stopped, but not sleeping (move_us {move_us})"
+                    "stopped, but not sleeping (moves {moves})"
                 );
             });
         }
@@ -944,9 +1017,9 @@ mod tests {
     /// signal still wakes it.
     #[test]
     fn a_waiter_whose_spins_stopped_paying_is_woken() {
-        for move_us in [0, 1_000] {
+        for moves in [false, true] {
             on_a_new_thread(move || {
-                let params = AdaptiveParams::DEFAULT.with_move_us(move_us);
+                let params = AdaptiveParams::DEFAULT.with_moves(moves);
                 let w = Arc::new(AdaptiveWaiter::new(params));
                 // One miss already: the wait's own spin, if it misses, is the second.
                 spun(false);

@@ -13,13 +13,14 @@
 //! the one it is on, which makes the kernel move it at once, and then restores the mask: the
 //! mask ends as it began, and the thread stays where it went until the scheduler moves it. The
 //! one cost to a program is a race it is unlikely to run: a mask that another thread sets for
-//! this thread between the two calls is undone. A lock that must never touch a mask sets
-//! [`AdaptiveParams::move_us`](crate::AdaptiveParams::move_us) to 0, and its threads sleep on
-//! a stop instead, which lets the wake-up place them (on an idle CPU if there is one).
+//! this thread between the two calls is undone. A lock that must never touch a mask turns
+//! [`AdaptiveParams::moves`](crate::AdaptiveParams::moves) off, and its threads sleep on a
+//! stop instead, which lets the wake-up place them (on an idle CPU if there is one).
 //!
-//! Moves are rationed per process: one per `move_us`. Both threads of a pair that shares a
-//! CPU stop at about the same time (20-80 µs apart, measured), and unrationed they both moved,
-//! to the same other CPU, and chased each other there and back 114 times in one process.
+//! Moves are rationed per process: one per [`EVERY_US`]. Both threads of a pair that shares
+//! a CPU stop at about the same time (20-80 µs apart, measured), and unrationed they both
+//! moved, to the same other CPU, and chased each other there and back 114 times in one
+//! process.
 
 // Only Linux moves threads; elsewhere (and under Miri and loom) every thread stays.
 #![cfg_attr(not(all(target_os = "linux", not(miri), not(loom))), allow(dead_code))]
@@ -31,8 +32,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub(crate) enum Left {
     /// The thread now runs on another CPU.
     Moved,
-    /// Some thread of the process moved less than `move_us` ago (perhaps the one this thread
-    /// waits for): this one stays put and waits on.
+    /// Some thread of the process moved less than [`EVERY_US`] ago (perhaps the one this
+    /// thread waits for): this one stays put and waits on.
     Rationed,
     /// The thread may run on one CPU only: nothing can move it.
     Pinned,
@@ -41,17 +42,22 @@ pub(crate) enum Left {
     Stays,
 }
 
+/// The least time between two moves in a process, in microseconds: well beyond the gap between
+/// the stops of a pair's two threads, short enough that a pair that one move did not part
+/// (three threads on two CPUs, where the move took the wrong one) is moved again soon.
+const EVERY_US: u32 = 1_000;
+
 /// The process's ration of moves.
 static MOVES: Ration = Ration::new();
 
-/// Moves the calling thread to another of its CPUs, unless a thread of the process moved less
-/// than `every_us` microseconds ago (0: never moves).
-pub(crate) fn leave_cpu(every_us: u32) -> Left {
+/// Moves the calling thread to another of its CPUs if `allowed`, unless a thread of the
+/// process moved less than [`EVERY_US`] ago.
+pub(crate) fn leave_cpu(allowed: bool) -> Left {
     #[cfg(all(target_os = "linux", not(miri), not(loom)))]
-    return linux::leave_cpu(every_us, &MOVES);
+    return linux::leave_cpu(if allowed { EVERY_US } else { 0 }, &MOVES);
     #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
     {
-        let _ = (every_us, &MOVES);
+        let _ = (allowed, &MOVES, EVERY_US);
         Left::Stays
     }
 }
@@ -89,6 +95,7 @@ mod linux {
     use crate::spin::affinity;
     use std::mem::size_of;
 
+    /// [`super::leave_cpu`] with the interval and the ration given (0: never moves).
     pub(super) fn leave_cpu(every_us: u32, ration: &Ration) -> Left {
         let Some(all) = affinity(0) else {
             return Left::Stays;

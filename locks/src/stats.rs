@@ -34,7 +34,7 @@ pub struct Snapshot {
     /// `FUTEX_WAKE` calls.
     pub futex_wakes: u64,
     /// Threads moved off a CPU they shared with the thread they waited for (the adaptive
-    /// lock's [`move_us`](crate::AdaptiveParams::move_us)).
+    /// lock's [`moves`](crate::AdaptiveParams::moves)).
     pub moves: u64,
 }
 

@@ -144,8 +144,8 @@ fn mutual_exclusion_with_unusual_parameters() {
         "adaptive:spin_ns=100000",
         "adaptive:task_nap_us=0",
         "adaptive:task_nap_us=1",
-        "adaptive:move_us=0",
-        "adaptive:move_us=1:spin_ns=2000",
+        "adaptive:moves=0",
+        "adaptive:moves=1:spin_ns=2000",
         #[cfg(feature = "test-aids")]
         "adaptive:hold_ns=200",
         #[cfg(feature = "test-aids")]
@@ -213,11 +213,11 @@ fn backend_names_round_trip_and_errors() {
     let b: Backend = "spin:yields=5:sleep_us=20".parse().unwrap();
     assert_eq!(b.to_string(), "spin:yields=5:sleep_us=20");
     assert_eq!(b.to_string().parse::<Backend>().unwrap(), b);
-    let b: Backend = "adaptive:move_us=0".parse().unwrap();
-    assert_eq!(b.to_string(), "adaptive:move_us=0");
+    let b: Backend = "adaptive:moves=0".parse().unwrap();
+    assert_eq!(b.to_string(), "adaptive:moves=0");
     assert_eq!(
         b,
-        Backend::Adaptive(locks::AdaptiveParams::DEFAULT.with_move_us(0))
+        Backend::Adaptive(locks::AdaptiveParams::DEFAULT.with_moves(false))
     );
     let err = |s: &str| s.parse::<Backend>().unwrap_err().to_string();
     assert_eq!(
@@ -228,7 +228,12 @@ fn backend_names_round_trip_and_errors() {
     assert!(err("adaptive:spin_ns").contains("expected key=value"));
     assert!(err("adaptive:spin_ns=-1").contains("wants an integer"));
     assert!(err("sem:x=1").contains("takes none"));
-    assert!(err("adaptive:move_us=1000001").contains("move_us"));
+    assert!(err("adaptive:moves=2").contains("moves"));
+    assert_eq!(
+        "adaptive:moves=1".parse::<Backend>().unwrap().to_string(),
+        "adaptive",
+        "the default"
+    );
     assert_eq!(Backend::parse_list("all").unwrap(), Backend::ALL);
     assert_eq!(
         Backend::parse_list("sem,adaptive:spin_ns=0").unwrap().len(),
