@@ -182,13 +182,16 @@ mod imp {
     /// [`process_spans_cpus`]).
     #[inline]
     pub(crate) fn worth_spinning() -> bool {
-        // The answer first, the count (once per process) last: a compare fewer on the way to
-        // either answer than a `match` that tests for the unknown first.
-        match CPUS.load(Relaxed) {
-            MANY => true,
-            ONE => false,
-            _ => count_cpus(),
+        // The answers first, the count (once per process) last: a compare fewer on the way to
+        // either answer than a `match` that tests for the unknown first. Written as a chain so
+        // that LLVM keeps its order: from a `match` it chose either, flipping with changes
+        // elsewhere in the wait, and the one-CPU answer tested second cost 3 instructions a
+        // wait in `--metric instructions`, which runs on one CPU.
+        let n = CPUS.load(Relaxed);
+        if n == ONE {
+            return false;
         }
+        n == MANY || count_cpus()
     }
 
     /// `extern "C"`: a wait that calls it cannot unwind (see `adaptive::wait_while`).
