@@ -312,6 +312,9 @@ pub(crate) fn run_one(
     limit: Duration,
 ) -> Result<Sample, Error> {
     let args = args(plan, cell, side, ROUNDS);
+    // How far apart the CPUs are as the process starts: what a slow run is judged against
+    // (`slow`).
+    let cpu_trip_ns = crate::probe::cpu_round_trip_ns().unwrap_or(0);
     let exe = side.exe.display();
     let flag = side.flag;
     let shown = || format!("{exe} {}", args.join(" "));
@@ -355,7 +358,10 @@ pub(crate) fn run_one(
         {
             let mut rounds = c.samples.clone();
             rounds.sort_by_key(|x| x.ns);
-            Ok(rounds[(rounds.len() - 1) / 2])
+            Ok(Sample {
+                cpu_trip_ns,
+                ..rounds[(rounds.len() - 1) / 2]
+            })
         }
         _ => Err(usage!(
             "{flag}: {exe} answered `{}` with other cells than the one asked for",

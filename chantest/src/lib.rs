@@ -70,6 +70,7 @@ mod measure;
 mod model;
 mod plan;
 mod plot;
+mod probe;
 mod progress;
 mod reaper;
 mod records;

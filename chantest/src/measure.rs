@@ -130,6 +130,7 @@ pub(crate) fn sample((ns, cycles): (u64, u64), used: Usage) -> Sample {
         contended: 0,
         spins: 0,
         moves: 0,
+        cpu_trip_ns: 0,
     }
 }
 

@@ -138,6 +138,11 @@ pub(crate) struct Sample {
     /// Threads moved off a shared CPU by the adaptive lock (0 without the `stats` feature).
     #[serde(default)]
     pub moves: u64,
+    /// The round trip of a cache line between two of the machine's CPUs, in nanoseconds,
+    /// timed just before this run's process started ([`crate::probe`]; `--per-process` and
+    /// `--against`); 0 where not measured.
+    #[serde(default)]
+    pub cpu_trip_ns: u64,
 }
 
 /// The machine a run was made on: read by [`crate::machine::describe`].

@@ -2,9 +2,15 @@
 //! above their cell's median and says what each one's own counters show.
 //!
 //! A median hides a slow run, and on a machine shared with other work one run in five can
-//! take several times as long as the rest (`docs/tuning.md`, "Slow processes"). Two causes
-//! leave marks that the counters a run already keeps can tell apart:
+//! take several times as long as the rest (`docs/tuning.md`, "Slow processes"). Three causes
+//! leave marks that a run's counters, and the probe taken as its process started, can tell
+//! apart:
 //!
+//! - **CPUs far apart.** A cache line's round trip between two of the machine's CPUs, timed
+//!   just before the run's process started ([`crate::probe`]), took over [`FAR`] times the
+//!   cell's median: in a virtual machine, the host had moved its CPUs apart, and every
+//!   hand-off between threads on two of them cost more. Only runs of `--per-process` and
+//!   `--against` have the probe.
 //! - **Shared a CPU.** The scheduler put the run's threads on one CPU, and they took turns
 //!   there: every hand-off is a context switch, which shows as involuntary switches (a
 //!   `sched_yield` that hands the CPU over counts as one), at least one in twenty messages.
@@ -21,6 +27,10 @@ use crate::records::{Cell, Results};
 /// A run is slow when it took this many times its cell's median, or more.
 pub(crate) const SLOW: f64 = 1.5;
 
+/// A run's CPUs were far apart when the probe's round trip took this many times the cell's
+/// median round trip, or more (the host's stretches measured 3-6 times the usual).
+const FAR: f64 = 2.0;
+
 /// Involuntary context switches per message from which a run's threads shared a CPU.
 const SHARED: f64 = 0.05;
 
@@ -34,6 +44,7 @@ const QUIET: f64 = 0.01;
 /// What a slow run's counters say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Why {
+    FarCpus,
     SharedCpu,
     LostCpu,
     Unexplained,
@@ -45,6 +56,7 @@ struct Slow {
     runs: usize,
     of: usize,
     slowest: f64,
+    far: usize,
     shared: usize,
     lost: usize,
 }
@@ -61,7 +73,9 @@ pub(crate) fn notes(r: &Results) -> String {
         return String::new();
     }
     let mut out = format!(
-        "# slow runs, over {SLOW}x their cell's median: shared a CPU = the run's threads took \
+        "# slow runs, over {SLOW}x their cell's median: CPUs far apart = a cache line's round \
+         trip between two CPUs, timed as the run's process started, took over {FAR}x the \
+         cell's median (the host had moved the CPUs apart); shared a CPU = the run's threads took \
          turns on one CPU (over {SHARED} involuntary switches a message); lost its CPU = as \
          much CPU time per message as the cell's other runs over a longer wall time, with no \
          switches (another process or the host had the CPU)\n"
@@ -79,13 +93,16 @@ fn line(c: &Cell, s: &Slow) -> String {
         via => format!("{} {via}", c.lock),
     };
     let mut why = Vec::new();
+    if s.far > 0 {
+        why.push(format!("{} on CPUs far apart", s.far));
+    }
     if s.shared > 0 {
         why.push(format!("{} shared a CPU", s.shared));
     }
     if s.lost > 0 {
         why.push(format!("{} lost its CPU", s.lost));
     }
-    let other = s.runs - s.shared - s.lost;
+    let other = s.runs - s.far - s.shared - s.lost;
     if other > 0 {
         why.push(format!("{other} unexplained"));
     }
@@ -112,6 +129,18 @@ fn slow(c: &Cell) -> Option<Slow> {
     };
     let median = median_of(c.samples.iter().map(|s| s.ns as f64).collect());
     let busy = median_of(c.samples.iter().map(busy).collect());
+    // Of the runs that were probed: in-process runs have no probe (0 when none has).
+    let trips: Vec<f64> = c
+        .samples
+        .iter()
+        .filter(|s| s.cpu_trip_ns > 0)
+        .map(|s| s.cpu_trip_ns as f64)
+        .collect();
+    let trip = if trips.is_empty() {
+        0.0
+    } else {
+        median_of(trips)
+    };
     let slow: Vec<&Sample> = c
         .samples
         .iter()
@@ -120,12 +149,13 @@ fn slow(c: &Cell) -> Option<Slow> {
     if slow.is_empty() || median <= 0.0 {
         return None;
     }
-    let whys: Vec<Why> = slow.iter().map(|s| why(s, msgs, busy)).collect();
+    let whys: Vec<Why> = slow.iter().map(|s| why(s, msgs, busy, trip)).collect();
     let count = |w| whys.iter().filter(|&&x| x == w).count();
     Some(Slow {
         runs: slow.len(),
         of: c.samples.len(),
         slowest: slow.iter().map(|s| s.ns).max().unwrap_or(0) as f64 / median,
+        far: count(Why::FarCpus),
         shared: count(Why::SharedCpu),
         lost: count(Why::LostCpu),
     })
@@ -136,7 +166,11 @@ fn busy(s: &Sample) -> f64 {
     s.cpu_ns as f64 / s.ns.max(1) as f64
 }
 
-fn why(s: &Sample, msgs: f64, usual_busy: f64) -> Why {
+fn why(s: &Sample, msgs: f64, usual_busy: f64, usual_trip: f64) -> Why {
+    // First: a machine whose CPUs were far apart slows whatever its threads did.
+    if s.cpu_trip_ns > 0 && usual_trip > 0.0 && s.cpu_trip_ns as f64 >= FAR * usual_trip {
+        return Why::FarCpus;
+    }
     if s.ivcsw as f64 / msgs > SHARED {
         return Why::SharedCpu;
     }
@@ -192,7 +226,7 @@ mod tests {
         // 3x slower, one CPU busy, a switch every four messages.
         v.push(run(600_000, 650_000, 250));
         let s = slow(&cell(v)).unwrap();
-        assert_eq!((s.runs, s.of, s.shared, s.lost), (1, 13, 1, 0));
+        assert_eq!((s.runs, s.of, s.far, s.shared, s.lost), (1, 13, 0, 1, 0));
         assert!((s.slowest - 3.0).abs() < 0.01, "{}", s.slowest);
     }
 
@@ -203,6 +237,40 @@ mod tests {
         v.push(run(800_000, 400_000, 0));
         let s = slow(&cell(v)).unwrap();
         assert_eq!((s.runs, s.shared, s.lost), (1, 0, 1));
+    }
+
+    #[test]
+    fn a_run_on_cpus_far_apart_is_named() {
+        // Probed: the usual round trip 60 ns; one slow run's 300, one ordinary run's 300 too
+        // (far apart, but not slow: not named), one slow run's 70.
+        let mut v: Vec<Sample> = ordinary()
+            .into_iter()
+            .map(|s| Sample {
+                cpu_trip_ns: 60,
+                ..s
+            })
+            .collect();
+        v[0].cpu_trip_ns = 300;
+        v.push(Sample {
+            cpu_trip_ns: 300,
+            ..run(800_000, 1_600_000, 0)
+        });
+        v.push(Sample {
+            cpu_trip_ns: 70,
+            ..run(800_000, 1_600_000, 0)
+        });
+        let s = slow(&cell(v)).unwrap();
+        assert_eq!((s.runs, s.far, s.shared, s.lost), (2, 1, 0, 0));
+        let l = line(&cell(vec![]), &s);
+        assert!(l.ends_with("(1 on CPUs far apart, 1 unexplained)"), "{l}");
+    }
+
+    #[test]
+    fn runs_without_the_probe_are_judged_as_before() {
+        let mut v = ordinary();
+        v.push(run(800_000, 1_600_000, 0));
+        let s = slow(&cell(v)).unwrap();
+        assert_eq!((s.runs, s.far), (1, 0));
     }
 
     #[test]

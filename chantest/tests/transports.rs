@@ -201,6 +201,29 @@ fn the_default_table_is_unchanged() {
     assert_eq!(r.stdout.lines().count(), 3, "{}", r.stdout);
 }
 
+/// Each process of `--per-process` carries the probe of how far apart the CPUs were as it
+/// started, where there are two CPUs to probe.
+#[test]
+fn per_process_samples_carry_the_cpus_round_trip() {
+    let r = run(
+        "--per-process -O 0 -M 1 -N 300 -R 3 --lock spin --format json",
+        0,
+    );
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let trips: Vec<u64> = v["cells"][0]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["cpu_trip_ns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(trips.len(), 3);
+    // (With one CPU there is nothing to probe, and every trip is 0: `probe`'s unit tests.)
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        // A probe gives up (0) on a machine too busy to run its partner within 100 ms.
+        assert!(trips.iter().any(|&t| t > 0), "{trips:?}");
+    }
+}
+
 #[test]
 fn signal_reports_per_signal() {
     let r = run("--via signal -N 1000 -R 1 --format json", 0);
