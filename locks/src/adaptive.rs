@@ -323,11 +323,11 @@ extern "C" fn spin_while(word: &AtomicU32, busy: u32, spin: Spin) -> u32 {
 /// for tens of milliseconds before the load balancer parts them. Yielding keeps them
 /// together. Moving does not ([`AdaptiveParams::moves`]), and neither does a futex sleep:
 /// the wake-up is where the scheduler picks a CPU for the woken thread afresh, an idle one if
-/// it can. So where it cannot move, the wait that finds the spins stopped paying sleeps at once (at most once per 8 waits, and once per 253 after five stops
-/// without a hit: the waits between skip the spin and yield as before). Rounds of O=0 M=1
-/// that started with both threads on one CPU took a median of 351 ns a message instead of
-/// 617, and O=1 M=2 went from 324 to 90 (`docs/tuning.md`, "Where the slow processes come
-/// from").
+/// it can. So where it cannot move, the wait that finds the spins stopped paying sleeps at
+/// once (at most once per 8 waits, and once per 253 after five stops without a hit: the
+/// waits between skip the spin and yield as before). Rounds of O=0 M=1 that started with
+/// both threads on one CPU took a median of 351 ns a message instead of 617, and O=1 M=2
+/// went from 324 to 90 (`docs/tuning.md`, "Where the slow processes come from").
 const STOPPED: u32 = u32::MAX;
 
 /// A wait's spin budget in nanoseconds ([`AdaptiveParams::wait_spin_ns`] or

@@ -17,6 +17,11 @@
 //! [`AdaptiveParams::moves`](crate::AdaptiveParams::moves) off, and its threads sleep on a
 //! stop instead, which lets the wake-up place them (on an idle CPU if there is one).
 //!
+//! Where the thread goes is the kernel's choice among the CPUs left in the mask: on Linux 6.x
+//! the next in turn, not the least loaded, and on a machine of several sockets possibly
+//! another socket. On two CPUs there is one choice. On many, the load balancer corrects a
+//! poor one later; measured only on the two-CPU guest so far.
+//!
 //! Moves are rationed per process: one per [`EVERY_US`]. Both threads of a pair that shares
 //! a CPU stop at about the same time (20-80 µs apart, measured), and unrationed they both
 //! moved, to the same other CPU, and chased each other there and back 114 times in one
