@@ -86,23 +86,25 @@ fn hands_off(cap: usize) -> bool {
 /// under the lock, and an unbounded channel shrinks back to this once drained.
 const RESERVE: usize = 1024;
 
-// `repr(C)`: the fields every operation touches come first, in the order it touches them, so
-// that the lock word, the summary and the buffer's bookkeeping share the first cache line of
-// the allocation instead of adding lines that bounce between a sender's and a receiver's CPU.
-#[repr(C)]
+// `repr(C)`, in two groups: first what every operation reads and hardly anything writes (the
+// lock's address, the capacity, the handle counts), then the lock and what every operation
+// writes (the summary, the state). For `Adaptive`, whose hot words come last, the lock word,
+// the summary, the ring's bookkeeping and the flags then share one 64-byte line, and the
+// first line stays shared between the CPUs instead of bouncing with them (a test below holds
+// this). Aligned to 128 bytes, two lines, as crossbeam's `CachePadded` is on x86-64, so that
+// every channel has this layout. Unaligned, a channel lay where the allocator put it, and
+// that followed from the length of the program's path, which a process copies to the heap
+// first: at 0 or 64 bytes past a 128-byte boundary a rendezvous ran 10-14 % slower than at 32
+// or 96, and `chantest --against` judged two copies of one binary apart by their paths
+// (`docs/tuning.md`).
+#[repr(C, align(128))]
 pub(crate) struct Shared<T, L: Strategy> {
     /// The lock every operation takes: `owned`'s, or the process-wide one. Resolved once,
     /// when the channel is made ([`Shared::new`]), so that taking it is a load rather than a
     /// test of which `LockRef` it is (three instructions fewer a lock, by callgrind, and
     /// registers the inlined operations need).
     lock: NonNull<L>,
-    /// Where the lock lives; `lock` points into it.
-    owned: LockRef<L>,
-    /// The [`Summary`] as of the last unlock: lets `nbsend`/`nbrecv` fail and
-    /// `len`/`is_closed` answer without taking the lock.
-    summary: AtomicU64,
     pub(super) cap: usize,
-    state: UnsafeCell<State<T, L::Waiter>>,
     /// Live handles that can send (`Chan`s and `Sender`s) and receive (`Chan`s and
     /// `Receiver`s). When either count reaches zero the channel closes.
     pub(super) senders: AtomicUsize,
@@ -111,6 +113,12 @@ pub(crate) struct Shared<T, L: Strategy> {
     /// `Shared::lock_key`).
     #[cfg(loom)]
     seq: usize,
+    /// Where the lock lives; `lock` points into it.
+    owned: LockRef<L>,
+    /// The [`Summary`] as of the last unlock: lets `nbsend`/`nbrecv` fail and
+    /// `len`/`is_closed` answer without taking the lock.
+    summary: AtomicU64,
+    state: UnsafeCell<State<T, L::Waiter>>,
 }
 
 // SAFETY: `state` is only touched while holding `lock`; the raw node pointers in it belong to
@@ -808,6 +816,54 @@ impl<T, L: Strategy> Shared<T, L> {
 mod tests {
     use super::*;
     use crate::Chan;
+
+    /// Which 64-byte line of `Shared<u64, Adaptive>` holds each of the words a send and a
+    /// receive write: one line, the second (see `Shared`). The lock word is found by what
+    /// locking changes, since its place inside the lock is the lock's own business.
+    #[test]
+    fn an_adaptive_channels_hot_words_share_one_line() {
+        use std::mem::{align_of, offset_of, size_of};
+        type S = Shared<u64, locks::Adaptive>;
+        type St = State<u64, locks::AdaptiveWaiter>;
+        assert_eq!(align_of::<S>(), 128);
+        let c = Chan::<u64, locks::Adaptive>::new(10);
+        let sh: &S = &c.shared;
+        let owned = offset_of!(S, owned);
+        let bytes = || -> Vec<u8> {
+            let base = (sh as *const S).cast::<u8>();
+            // SAFETY: reads the lock's bytes inside the live `Shared`; this thread is the
+            // only one that can touch the channel.
+            (0..size_of::<LockRef<locks::Adaptive>>())
+                .map(|i| unsafe { base.add(owned + i).read() })
+                .collect()
+        };
+        let before = bytes();
+        sh.raw_lock().lock();
+        let held = bytes();
+        // SAFETY: locked just above, by this thread.
+        unsafe { sh.raw_lock().unlock() };
+        let word = owned + (0..held.len()).find(|&i| held[i] != before[i]).unwrap();
+        let line = |at: usize| at / 64;
+        let state = offset_of!(S, state);
+        let ring = state + offset_of!(St, buf);
+        let flags = state + offset_of!(St, flags);
+        let hot = [
+            word,
+            offset_of!(S, summary),
+            ring,
+            flags + size_of::<u64>() - 1,
+        ];
+        assert!(
+            hot.iter().all(|&at| line(at) == 1),
+            "the lock word, the summary, the ring and the flags at {hot:?}"
+        );
+        let read_mostly = [
+            offset_of!(S, lock),
+            offset_of!(S, cap),
+            offset_of!(S, receivers),
+        ];
+        assert!(read_mostly.iter().all(|&at| line(at) == 0));
+    }
 
     #[test]
     fn an_unbounded_channel_gives_memory_back_as_it_drains() {
