@@ -318,7 +318,7 @@ pub(crate) fn run_one(
     let exe = side.exe.display();
     let flag = side.flag;
     let shown = || format!("{exe} {}", args.join(" "));
-    let out = child::output_within(Command::new(&side.exe).args(&args), limit)
+    let out = child::output_within(command(&side.exe).args(&args), limit)
         .map_err(|e| usage!("{flag}: cannot run {exe}: {e}"))?
         .map_err(|why| stopped(flag, &side.exe, why, limit, &args.join(" ")))?;
     let err = String::from_utf8_lossy(&out.stderr);
@@ -368,6 +368,19 @@ pub(crate) fn run_one(
             args.join(" ")
         )),
     }
+}
+
+/// The command that runs `exe`, under the same `argv[0]` whatever its path.
+///
+/// A process copies its arguments to the heap before anything else, so the length of its
+/// path moves every allocation after them by that much. A channel of a build from before
+/// `chan` aligned its state ran 10-14 % faster or slower by where that put it, so two copies
+/// of one binary at paths of different lengths were judged apart (`docs/tuning.md`).
+fn command(exe: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::arg0(&mut cmd, "chantest");
+    cmd
 }
 
 /// The error for a child that `flag` ran and [`child::output_within`] stopped.
@@ -426,6 +439,17 @@ mod tests {
         ] {
             assert_eq!(brief(Path::new(path)), want, "{path}");
         }
+    }
+
+    /// Every side runs as `chantest`, so the length of its path cannot move its heap.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn every_side_runs_under_one_name() {
+        let out = command(Path::new("/bin/cat"))
+            .arg("/proc/self/cmdline")
+            .output()
+            .unwrap();
+        assert_eq!(out.stdout, b"chantest\0/proc/self/cmdline\0");
     }
 
     #[test]
