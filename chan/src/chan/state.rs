@@ -842,7 +842,10 @@ mod tests {
         let held = bytes();
         // SAFETY: locked just above, by this thread.
         unsafe { sh.raw_lock().unlock() };
-        let word = owned + (0..held.len()).find(|&i| held[i] != before[i]).unwrap();
+        let word = owned
+            + (0..held.len())
+                .find(|&i| held[i] != before[i])
+                .expect("locking writes the lock word");
         let line = |at: usize| at / 64;
         let state = offset_of!(S, state);
         let ring = state + offset_of!(St, buf);
