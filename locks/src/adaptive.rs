@@ -921,6 +921,17 @@ mod tests {
     use crate::spin::tests::on_a_new_thread;
     use std::sync::Arc;
 
+    /// The lock word and the sleeper count, which every lock and unlock touch, are the
+    /// lock's last 8 bytes: `chan` lays a channel out so that they share a cache line with
+    /// what follows the lock (its layout test counts on this).
+    #[test]
+    fn the_hot_words_come_last() {
+        use std::mem::{offset_of, size_of};
+        let last = size_of::<Adaptive>() - 8;
+        assert!(offset_of!(Adaptive, state) >= last);
+        assert!(offset_of!(Adaptive, sleepers) >= last);
+    }
+
     #[test]
     fn a_spin_carries_its_budget_and_whether_to_move() {
         assert_eq!(Spin::new(0, false), Spin(0), "no spin, no stop");
