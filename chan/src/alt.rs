@@ -671,10 +671,15 @@ fn run<'a, L: Strategy, A: ArmPtr<'a, L>>(
         unsafe { held_arms[i].enqueue(held, &ctx, i) };
     }
     drop(locks);
-    let guard = Abandon::arm(&ctx, || dequeue_all(arms, lock_order));
+    let guard = Abandon::arm(&ctx, |ctx| {
+        ctx.abort();
+        dequeue_all(arms, lock_order);
+    });
     let signalled = ctx.block(deadline);
-    guard.disarm();
-    dequeue_all(arms, lock_order);
+    // The abort finds the wait ended already; the dequeue takes every channel's lock, and a
+    // lock that unwinds there must leave the guard armed, or nodes would stay linked to a
+    // frame that is gone.
+    guard.finish();
     finish_arms(arms);
     let mut caught = Caught::none();
     release_arms(arms, &mut caught);

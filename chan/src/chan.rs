@@ -393,16 +393,21 @@ impl<T, L: Strategy> Chan<T, L> {
         let ctx = Party::new(st.sender_waiter());
         let waiter = ctx.waiter();
         let node = Node::new(Some(v));
-        node.bind(&ctx, 0);
-        // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
-        // the waiter unwinds, by the guard).
+        node.bind_alone(&ctx);
+        // SAFETY: `node` stays on this frame until unlinked: by a claimer, or by `withdraw`
+        // (at the deadline, or from the guard if the waiter unwinds).
         unsafe { st.queue_sender(&node) };
         drop(st);
-        let guard = Abandon::arm(&ctx, || sh.lock().unqueue_sender(&node));
-        let signalled = ctx.block_on(waiter, deadline);
+        // Under the lock: the node is bound alone, so its claimers rely on it.
+        let withdraw = |ctx: &Party<_>| {
+            let mut st = sh.lock();
+            ctx.abort();
+            st.unqueue_sender(&node);
+        };
+        let guard = Abandon::arm(&ctx, withdraw);
+        let signalled = ctx.block_on(waiter, deadline, withdraw);
         guard.disarm();
         if !signalled {
-            sh.lock().unqueue_sender(&node);
             // SAFETY: unlinked and aborted: the node is ours alone again.
             let v = unsafe { node.take() };
             return Err(Fail::Timeout(
@@ -468,16 +473,21 @@ impl<T, L: Strategy> Chan<T, L> {
         let ctx = Party::new(st.receiver_waiter());
         let waiter = ctx.waiter();
         let node = Node::new(None);
-        node.bind(&ctx, 0);
-        // SAFETY: `node` stays on this frame until unlinked: by a claimer, or below (also if
-        // the waiter unwinds, by the guard).
+        node.bind_alone(&ctx);
+        // SAFETY: `node` stays on this frame until unlinked: by a claimer, or by `withdraw`
+        // (at the deadline, or from the guard if the waiter unwinds).
         unsafe { st.queue_receiver(&node) };
         drop(st);
-        let guard = Abandon::arm(&ctx, || sh.lock().unqueue_receiver(&node));
-        let signalled = ctx.block_on(waiter, deadline);
+        // Under the lock: the node is bound alone, so its claimers rely on it.
+        let withdraw = |ctx: &Party<_>| {
+            let mut st = sh.lock();
+            ctx.abort();
+            st.unqueue_receiver(&node);
+        };
+        let guard = Abandon::arm(&ctx, withdraw);
+        let signalled = ctx.block_on(waiter, deadline, withdraw);
         guard.disarm();
         if !signalled {
-            sh.lock().unqueue_receiver(&node);
             return Err(RecvFail::Empty);
         }
         // SAFETY: claimed and signalled, so unlinked and ours again. A sender fills the

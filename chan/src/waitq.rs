@@ -6,17 +6,20 @@
 //! node; an alt has one per arm, all pointing at the same context.
 //!
 //! Whoever completes an operation with a waiting node must first *claim* the node's context by
-//! a compare-and-swap of its `select` word from [`Selected::Waiting`]: only one channel can win
-//! a context that is queued on several, and a waiter that gives up (timeout, or its waiter
-//! unwinding) competes in the same way by aborting. The claimer moves the value through the
-//! node's slot while holding the channel's lock, unlinks the node, releases the lock and only
-//! then signals the waiter, through the [`Wake`] that claiming returned.
+//! moving its `select` word from [`Selected::Waiting`]: only one channel can win a context that
+//! is queued on several, and a waiter that gives up (timeout, or its waiter unwinding) competes
+//! in the same way by aborting. For an alt's context, queued on several channels, that takes a
+//! compare-and-swap; a plain send or receive waits on one channel and gives up only under its
+//! lock ([`Node::bind_alone`]), so the lock the claimer holds decides, and a load and a store
+//! do. The claimer moves the value through the node's slot while holding the channel's lock,
+//! unlinks the node, releases the lock and only then signals the waiter, through the [`Wake`]
+//! that claiming returned.
 //!
 //! Nodes live on the blocked thread's stack (or in its alt); the queues hold raw pointers to
 //! them. That is sound because a node is unlinked, under the channel lock, before its owner can
 //! return, and a claimed owner does not return before the claimer's signal: [`Party::block`]
 //! trusts the waiter's report only as far as the unsafe [`locks::Waiter`] contract allows, and
-//! [`Party::abandon`] covers a waiter that unwinds.
+//! [`Abandon`] covers a waiter that unwinds.
 
 use crate::sync::{AtomicBool, AtomicUsize, Ordering::*};
 use crate::unwind;
@@ -176,10 +179,10 @@ impl<W: locks::Waiter> Party<W> {
             .is_some_and(|old| old.will_wake(w))
     }
 
-    /// Gives up a task's wait: true if the wait is now aborted (no claimer will touch it
-    /// once its nodes are unlinked), false if a claimer won first. A context whose node was
-    /// bound with [`Node::bind_alone`] must be aborted only under that channel's lock: its
-    /// claimers rely on it (`select_under_lock`).
+    /// Gives up the wait: true if the wait is now aborted (no claimer will touch it once its
+    /// nodes are unlinked), false if a claimer won first. A context whose node was bound with
+    /// [`Node::bind_alone`] must be aborted only under that channel's lock, and its node
+    /// unlinked before the lock goes: its claimers rely on it (`claim_alone`).
     pub(crate) fn abort(&self) -> bool {
         self.try_select(Selected::Aborted)
     }
@@ -190,18 +193,20 @@ impl<W: locks::Waiter> Party<W> {
         self.try_select_word(to.encode())
     }
 
-    /// [`try_select_word`](Self::try_select_word) for a context whose every change of
-    /// `select` happens under the one channel lock the caller holds (see `Node::alone`):
-    /// nobody can move the word between the load and the store, so the claim needs no
-    /// locked instruction. The owner learns of the claim through `done` (a task's signal),
-    /// not through this store, so it orders nothing.
+    /// Claims a context bound alone (see `Node::alone`), under the lock of the channel its
+    /// node is queued on. Its owner gives the wait up only under that lock, and unlinks the
+    /// node in the same critical section, so a context whose node is still linked is
+    /// waiting: nobody can have moved the word, and a store claims it (no locked
+    /// instruction, and no look first). The owner learns of the claim through its signal (a
+    /// thread's waiter, a task's `done`), not through this store, so it orders nothing.
     #[inline]
-    fn select_under_lock(&self, to: usize) -> bool {
-        if self.select.load(Relaxed) != 0 {
-            return false;
-        }
+    fn claim_alone(&self, to: usize) {
+        debug_assert_eq!(
+            self.select.load(Relaxed),
+            0,
+            "a linked node's context waits"
+        );
         self.select.store(to, Relaxed);
-        true
     }
 
     /// [`try_select`](Self::try_select) with `to` already encoded.
@@ -227,25 +232,39 @@ impl<W: locks::Waiter> Party<W> {
     /// Blocks until claimed, or until `deadline`. Returns `false` only if the wait was
     /// aborted at the deadline, in which case no claimer will touch the context again once
     /// the owner has unlinked its nodes. If the waiter unwinds, the panic goes on, and the
-    /// caller's [`Abandon`] guard makes the frame safe to leave.
+    /// caller's [`Abandon`] guard makes the frame safe to leave. For an alt, whose nodes are
+    /// claimed by compare-and-swap (see [`block_on`](Self::block_on) for a single channel's).
     // Inline: its callers, off the fast path, have saved their registers already, and the
     // wait inside it ends at the first yield more often than not (see `locks::Waiter`'s
     // implementations), so a frame of its own cost more than the wait's own instructions.
     #[inline(always)]
     pub(crate) fn block(&self, deadline: Option<Instant>) -> bool {
-        self.block_on(self.waiter(), deadline)
+        self.block_on(self.waiter(), deadline, |ctx| {
+            ctx.abort();
+        })
     }
 
     /// [`block`](Self::block) given the context's [`waiter`](Self::waiter), looked up by a
-    /// caller that has just made the context. After the context's nodes are queued, the
-    /// compiler can no longer know what kind of party it is, and would test again (two
-    /// instructions every blocking operation).
+    /// caller that has just made the context (after the context's nodes are queued, the
+    /// compiler can no longer know what kind of party it is, and would test again: two
+    /// instructions every blocking operation), and how to give up at the deadline:
+    /// `withdraw` aborts the wait, unless a claimer has won it. A context whose node was
+    /// bound with [`Node::bind_alone`] must be aborted under the channel's lock, so its
+    /// `withdraw` takes the lock, aborts, and unlinks the node.
     #[inline(always)]
-    pub(crate) fn block_on(&self, waiter: &W, deadline: Option<Instant>) -> bool {
+    pub(crate) fn block_on(
+        &self,
+        waiter: &W,
+        deadline: Option<Instant>,
+        withdraw: impl FnOnce(&Self),
+    ) -> bool {
         debug_assert!(std::ptr::eq(waiter, self.waiter()));
         if let Some(d) = deadline {
-            if !waiter.wait_until(d) && self.try_select(Selected::Aborted) {
-                return false;
+            if !waiter.wait_until(d) {
+                withdraw(self);
+                if self.is_aborted() {
+                    return false;
+                }
             }
             // Signalled, or claimed while we were giving up: the claimer's signal is on its
             // way, and it may still touch the waiter, so the untimed wait below finishes it.
@@ -258,14 +277,21 @@ impl<W: locks::Waiter> Party<W> {
         true
     }
 
-    /// The owner leaves without a normal wake-up (its waiter unwound): abort the wait, or, if
-    /// a claimer got there first, let it finish signalling before the frame can go.
+    /// Whether the owner gave the wait up. Only the owner aborts, so the owner's own look
+    /// needs no lock.
+    fn is_aborted(&self) -> bool {
+        self.select.load(Relaxed) == Selected::Aborted.encode()
+    }
+
+    /// The owner leaves without a normal wake-up (its waiter, or a lock it took to give up,
+    /// unwound), and has withdrawn the wait: if a claimer got there first, let it finish
+    /// signalling before the frame can go.
     ///
     /// Polls `is_signalled` rather than waiting on the waiter, which has just shown it cannot
     /// be trusted to wait; a claimer signals right after releasing the channel lock, so the
     /// poll is short.
-    fn abandon(&self) {
-        if self.try_select(Selected::Aborted) {
+    fn await_claimer(&self) {
+        if self.is_aborted() {
             return;
         }
         while !self.waiter().is_signalled() {
@@ -310,28 +336,37 @@ pub(crate) enum Stage {
 }
 
 /// Unwinding protection for a blocked owner: while armed, dropping it (because the waiter
-/// panicked) withdraws the wait with [`Party::abandon`] and then runs `unlink`, which takes
-/// the channel locks and removes the owner's nodes. Disarmed on every normal return.
-pub(crate) struct Abandon<'c, W: locks::Waiter, F: FnMut()> {
+/// panicked, or a lock taken to give up the wait did) runs `withdraw`, which aborts the wait
+/// unless a claimer has won it and unlinks the owner's nodes, and then waits for the
+/// claimer's signal if there was one ([`Party::await_claimer`]). Disarmed once the wait has
+/// ended and the nodes are unlinked.
+pub(crate) struct Abandon<'c, W: locks::Waiter, F: FnMut(&Party<W>)> {
     ctx: &'c Party<W>,
-    unlink: F,
+    withdraw: F,
 }
 
-impl<'c, W: locks::Waiter, F: FnMut()> Abandon<'c, W, F> {
-    pub(crate) fn arm(ctx: &'c Party<W>, unlink: F) -> Self {
-        Abandon { ctx, unlink }
+impl<'c, W: locks::Waiter, F: FnMut(&Party<W>)> Abandon<'c, W, F> {
+    pub(crate) fn arm(ctx: &'c Party<W>, withdraw: F) -> Self {
+        Abandon { ctx, withdraw }
     }
 
-    /// The wait ended normally; the caller unlinks its nodes itself.
+    /// The wait ended normally and the caller's nodes are unlinked.
     pub(crate) fn disarm(self) {
         std::mem::forget(self);
     }
+
+    /// The wait ended normally: runs `withdraw` (whose abort then fails, harmlessly) to
+    /// unlink what is still linked, armed all the while, then disarms.
+    pub(crate) fn finish(mut self) {
+        (self.withdraw)(self.ctx);
+        self.disarm();
+    }
 }
 
-impl<W: locks::Waiter, F: FnMut()> Drop for Abandon<'_, W, F> {
+impl<W: locks::Waiter, F: FnMut(&Party<W>)> Drop for Abandon<'_, W, F> {
     fn drop(&mut self) {
-        self.ctx.abandon();
-        (self.unlink)();
+        (self.withdraw)(self.ctx);
+        self.ctx.await_claimer();
     }
 }
 
@@ -413,10 +448,10 @@ pub(crate) struct Node<T, W> {
     /// claim by `close` sets its low bit, which makes it `Selected::Closed` of the same arm).
     selects: Cell<usize>,
     /// Whether its context waits on this node alone and gives up only under this channel's
-    /// lock (a task's send or receive future, `chan/future.rs`), so that a claim, which holds
-    /// that lock too, can take the context with a plain store. An alt's contexts are claimed
-    /// through several channels, and a thread aborts a timed wait without the lock: theirs
-    /// take the compare-and-swap.
+    /// lock (a thread's send or receive, `chan.rs`, and a task's future, `chan/future.rs`), so
+    /// that a claim, which holds that lock too, can take the context with a plain store: a
+    /// locked instruction fewer inside the lock on every hand-off to a blocked party. An alt's
+    /// contexts are claimed through several channels: theirs take the compare-and-swap.
     alone: Cell<bool>,
     /// A sender's value, or where a receiver's value lands.
     slot: UnsafeCell<Option<T>>,
@@ -571,7 +606,10 @@ impl<T, W: locks::Waiter> WaitQueue<T, W> {
             // SAFETY: as above: a linked node's context outlives its link.
             let won = unsafe {
                 match n.alone.get() {
-                    true => (*ctx).select_under_lock(to),
+                    true => {
+                        (*ctx).claim_alone(to);
+                        true
+                    }
                     false => (*ctx).try_select_word(to),
                 }
             };

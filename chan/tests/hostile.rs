@@ -16,6 +16,20 @@ use testkit::{deadline, per_backend};
 static MODE: AtomicUsize = AtomicUsize::new(0);
 const PANIC_IN_WAIT: usize = 1;
 const RETURN_EARLY: usize = 2;
+/// The first lock a thread takes after its timed wait ran out panics (once).
+const PANIC_GIVING_UP: usize = 3;
+
+thread_local! {
+    /// Set by a timed wait that ran out in `PANIC_GIVING_UP` mode; the next lock panics.
+    static PANIC_NEXT_LOCK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Panics if this thread's next lock was set to (once).
+fn maybe_panic_in_lock() {
+    if PANIC_NEXT_LOCK.with(|p| p.replace(false)) {
+        panic!("hostile lock");
+    }
+}
 
 struct HostileWaiter {
     inner: AdaptiveWaiter,
@@ -34,7 +48,11 @@ unsafe impl Waiter for HostileWaiter {
         }
     }
     fn wait_until(&self, deadline: Instant) -> bool {
-        self.inner.wait_until(deadline)
+        let signalled = self.inner.wait_until(deadline);
+        if !signalled && MODE.load(SeqCst) == PANIC_GIVING_UP {
+            PANIC_NEXT_LOCK.with(|p| p.set(true));
+        }
+        signalled
     }
     fn is_signalled(&self) -> bool {
         self.inner.is_signalled()
@@ -46,7 +64,8 @@ unsafe impl Waiter for HostileWaiter {
 }
 
 /// A lock strategy whose waiter misbehaves in the ways the `Waiter` contract permits or that
-/// chan must survive: `Adaptive` in every other respect.
+/// chan must survive, and whose `lock` may panic (nothing in `Strategy`'s contract forbids
+/// it): `Adaptive` in every other respect.
 struct HostileLock(Adaptive);
 
 // SAFETY: mutual exclusion is `Adaptive`'s.
@@ -67,9 +86,11 @@ unsafe impl Strategy for HostileLock {
         }
     }
     fn lock(&self) {
+        maybe_panic_in_lock();
         Strategy::lock(&self.0)
     }
     fn try_lock(&self) -> bool {
+        maybe_panic_in_lock();
         Strategy::try_lock(&self.0)
     }
     unsafe fn unlock(&self) {
@@ -147,6 +168,48 @@ fn a_waiter_that_panics_after_being_claimed_waits_out_the_claimer() {
                 "the value was dropped exactly once"
             );
         }
+    });
+}
+
+#[test]
+fn a_lock_that_panics_while_a_wait_gives_up_leaves_no_node_behind() {
+    // A timed wait that ran out unlinked its node under a lock taken after the wait had
+    // disarmed its guard (an alt, after every wait): a `lock` that panicked there left the
+    // node linked to a frame that was gone, and the next operation on the channel claimed it
+    // through the dangling pointer. (Under Miri: undefined behaviour.)
+    with_mode(PANIC_GIVING_UP, || {
+        let c = Chan::<u64, HostileLock>::new(0);
+        let short = Duration::from_millis(5);
+        let rx = c.clone();
+        let r = thread::spawn(move || rx.recv_timeout(short)).join();
+        assert!(r.is_err(), "the lock taken to give up panicked");
+        assert_eq!(c.nbsend(5), Err(TrySendError::Full(5)), "nobody is waiting");
+
+        let tx = c.clone();
+        assert!(thread::spawn(move || tx.send_timeout(6, short))
+            .join()
+            .is_err());
+        assert_eq!(c.nbrecv(), Err(chan::TryRecvError::Empty));
+
+        let (a, b) = (c.clone(), Chan::<u64, HostileLock>::new(0));
+        let b2 = b.clone();
+        let r = thread::spawn(move || {
+            let (mut x, mut y) = (None, Some(1));
+            let mut alt = Alt::new();
+            alt.recv(&a, &mut x);
+            alt.send(&b2, &mut y);
+            alt.wait_timeout(short)
+        })
+        .join();
+        assert!(r.is_err());
+        assert_eq!(c.nbsend(7), Err(TrySendError::Full(7)));
+        assert_eq!(b.nbrecv(), Err(chan::TryRecvError::Empty));
+
+        // And the channel still works.
+        let rx = c.clone();
+        let r = thread::spawn(move || rx.recv());
+        assert_eq!(c.send(8), Ok(()));
+        assert_eq!(r.join().unwrap(), Ok(8));
     });
 }
 
