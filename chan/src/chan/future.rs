@@ -6,16 +6,18 @@
 //! wait (a task [`Party`] holding the waker, and a [`Node`] bound to it) into the pinned
 //! future (`PhantomPinned`) and queues the node exactly as a blocked thread does, so a wait
 //! allocates nothing. A partner (thread or task)
-//! claims the context with the same compare-and-swap of its `select` word under the channel
-//! lock, moves the value through the node, and takes the task's `Waker` out of the context,
+//! claims the context as it claims a blocked thread's, by a store to its `select` word under
+//! the channel lock (the node is bound alone: `Node::alone`), moves the value through the
+//! node, and takes the task's `Waker` out of the context,
 //! all under the lock; after unlocking it raises the context's `done` flag, the task's
 //! equivalent of a thread waiter's signal, and then wakes the waker (by value: it touches
 //! nothing of the context after `done`). Until `done` the future does not complete and its
 //! drop waits, so the partner never touches freed memory.
 //!
 //! Cancellation (dropping a future that is queued), under the channel lock:
-//! - not yet claimed: the wait is aborted (the same CAS a timed-out thread uses) and the node
-//!   unlinked; a send future's value is dropped with the future, once;
+//! - not yet claimed: the wait is aborted (as a timed-out thread's is, in the same critical
+//!   section as the unlink) and the node unlinked; a send future's value is dropped with the
+//!   future, once;
 //! - already claimed: a send has happened (the receiver has the value) or the channel closed
 //!   (the value is dropped with the future); a receive future already holds its value, which
 //!   goes back to the channel: to the first waiting receiver if there is one, else to the
