@@ -572,7 +572,10 @@ impl<'a, L: Strategy> Alt<'a, L> {
         let Alt {
             arms, lock_order, ..
         } = self;
-        let mut locks = Locks::lock(arms, lock_order);
+        // The nodes point into this alt, whose memory may go once the drop returns, or
+        // unwinds: a lock that panics is taken again.
+        let mut caught = Caught::none();
+        let mut locks = Locks::lock_insisting(arms, lock_order, &mut caught);
         let aborted = ctx.abort();
         let w = match ctx.selected() {
             Selected::Operation(i) if !aborted => {
@@ -591,7 +594,6 @@ impl<'a, L: Strategy> Alt<'a, L> {
             }
         }
         finish_arms(arms);
-        let mut caught = Caught::none();
         caught.wake(w);
         release_arms(arms, &mut caught);
         caught.finish();

@@ -90,3 +90,36 @@ pub(crate) fn discard(p: Payload) {
 pub(crate) fn caught(f: impl FnOnce()) -> Result<(), Payload> {
     catch_unwind(AssertUnwindSafe(f))
 }
+
+/// Runs `f`, which must succeed: a step without which memory that is about to go would stay
+/// reachable (taking the lock that lets a cancelled future unlink its node). If `f` panics
+/// (a [`Strategy`](locks::Strategy)'s `lock` may), it is run once more, and its panic is kept
+/// in `caught` to be raised when the caller is done; should the second run panic too, no safe
+/// way on is left and the process aborts.
+#[inline]
+pub(crate) fn insist<R>(caught: &mut Caught, mut f: impl FnMut() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(&mut f)) {
+        Ok(r) => r,
+        Err(p) => {
+            caught.keep(p);
+            again(f)
+        }
+    }
+}
+
+/// [`insist`]'s second run, under a guard that aborts the process if it unwinds.
+#[cold]
+#[inline(never)]
+fn again<R>(f: impl FnOnce() -> R) -> R {
+    struct Abort;
+    impl Drop for Abort {
+        fn drop(&mut self) {
+            eprintln!("plan9-chan: a step that cannot be skipped panicked twice; aborting");
+            std::process::abort();
+        }
+    }
+    let bomb = Abort;
+    let r = f();
+    std::mem::forget(bomb);
+    r
+}

@@ -214,6 +214,50 @@ fn a_lock_that_panics_while_a_wait_gives_up_leaves_no_node_behind() {
 }
 
 #[test]
+fn a_lock_that_panics_while_a_future_is_dropped_leaves_no_node_behind() {
+    // A queued future's drop unlinks its node under the channel's lock: a lock that
+    // panicked there left the node linked into memory that went with the future, for the next
+    // operation to claim. The lock is now taken again, and its panic goes on afterwards.
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
+        f.poll(&mut Context::from_waker(Waker::noop()))
+    }
+    let panic_next_lock = || PANIC_NEXT_LOCK.with(|p| p.set(true));
+
+    let c = Chan::<u64, HostileLock>::new(0);
+    let mut f = Box::pin(c.recv_async());
+    assert!(poll_once(f.as_mut()).is_pending());
+    panic_next_lock();
+    assert!(
+        catch_unwind(AssertUnwindSafe(|| drop(f))).is_err(),
+        "the panic goes on"
+    );
+    assert_eq!(c.nbsend(5), Err(TrySendError::Full(5)), "nobody is waiting");
+
+    let mut f = Box::pin(c.send_async(6));
+    assert!(poll_once(f.as_mut()).is_pending());
+    panic_next_lock();
+    assert!(catch_unwind(AssertUnwindSafe(|| drop(f))).is_err());
+    assert_eq!(c.nbrecv(), Err(chan::TryRecvError::Empty));
+
+    let b = Chan::<u64, HostileLock>::new(0);
+    let (mut x, mut y) = (None, Some(1));
+    let mut alt = Alt::new();
+    alt.recv(&c, &mut x);
+    alt.send(&b, &mut y);
+    let mut f = Box::pin(alt.wait_async());
+    assert!(poll_once(f.as_mut()).is_pending());
+    panic_next_lock();
+    assert!(catch_unwind(AssertUnwindSafe(|| drop(f))).is_err());
+    drop(alt);
+    assert_eq!(c.nbsend(7), Err(TrySendError::Full(7)));
+    assert_eq!(b.nbrecv(), Err(chan::TryRecvError::Empty));
+    assert_eq!(y, Some(1), "the unsent value is back in its place");
+}
+
+#[test]
 fn a_waiter_that_returns_early_is_waited_again() {
     // `recv` took the empty slot of a node nobody had claimed as "closed".
     with_mode(RETURN_EARLY, || {

@@ -7,6 +7,7 @@
 //! channel's state (`Port::state`).
 
 use super::ArmPtr;
+use crate::unwind::{self, Caught};
 use locks::Strategy;
 use std::marker::PhantomData;
 
@@ -44,14 +45,25 @@ impl<'g, 'a, L: Strategy, A: ArmPtr<'a, L>> Locks<'g, 'a, L, A> {
         Self::lock_with(arms, lock_order, true)
     }
 
+    /// [`lock`](Self::lock) for a withdrawal that must happen (an async alt's drop: its
+    /// nodes point into memory about to go): a lock that panics is taken again, its panic
+    /// kept in `caught` (see `unwind::insist`).
+    pub(super) fn lock_insisting(
+        arms: &'g mut [A],
+        lock_order: &'g [usize],
+        caught: &mut Caught,
+    ) -> Self {
+        let mut locks = Self::unlocked(arms, lock_order);
+        for &i in lock_order {
+            let lock = locks.arms[i].lock();
+            unwind::insist(caught, || lock.lock());
+            locks.taken += 1;
+        }
+        locks
+    }
+
     fn lock_with(arms: &'g mut [A], lock_order: &'g [usize], task: bool) -> Self {
-        let mut locks = Locks {
-            arms,
-            lock_order,
-            taken: 0,
-            held: Held(()),
-            _arms: PhantomData,
-        };
+        let mut locks = Self::unlocked(arms, lock_order);
         for &i in lock_order {
             let lock = locks.arms[i].lock();
             match task && locks.taken == 0 {
@@ -61,6 +73,17 @@ impl<'g, 'a, L: Strategy, A: ArmPtr<'a, L>> Locks<'g, 'a, L, A> {
             locks.taken += 1;
         }
         locks
+    }
+
+    /// The guard, no lock taken yet.
+    fn unlocked(arms: &'g mut [A], lock_order: &'g [usize]) -> Self {
+        Locks {
+            arms,
+            lock_order,
+            taken: 0,
+            held: Held(()),
+            _arms: PhantomData,
+        }
     }
 
     /// The arms, and the proof that their channels' locks are held.

@@ -43,7 +43,7 @@
 
 use super::{wake, Chan, Locked, Shared};
 use crate::error::{RecvError, SendError};
-use crate::unwind::Caught;
+use crate::unwind::{self, Caught};
 use crate::waitq::{Node, Party, Selected, Stage, Wake};
 use crate::{Receiver, Sender};
 use locks::{Adaptive, Strategy, Waiter};
@@ -214,7 +214,10 @@ impl<T, W: Waiter> Op<T, W> {
     #[inline(never)]
     fn cancel_queued<L: Strategy<Waiter = W>>(&self, sh: &Shared<T, L>, dir: Dir) {
         let Wait { ctx, node } = self.wait();
-        let mut st = sh.lock();
+        // The node points into this future, which goes once the drop returns, or unwinds:
+        // a lock that panics is taken again (see `unwind::insist`).
+        let mut caught = Caught::none();
+        let mut st = unwind::insist(&mut caught, || sh.lock());
         let mut back = Ok(None);
         if ctx.abort() {
             match dir {
@@ -239,7 +242,6 @@ impl<T, W: Waiter> Op<T, W> {
             }
         }
         let (v, waker) = self.finish();
-        let mut caught = Caught::none();
         match back {
             Ok(w) => caught.wake(w),
             Err(refused) => caught.run(|| drop(refused)),
