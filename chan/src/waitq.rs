@@ -10,10 +10,10 @@
 //! is queued on several, and a waiter that gives up (timeout, or its waiter unwinding) competes
 //! in the same way by aborting. For an alt's context, queued on several channels, that takes a
 //! compare-and-swap; a plain send or receive waits on one channel and gives up only under its
-//! lock ([`Node::bind_alone`]), so the lock the claimer holds decides, and a load and a store
-//! do. The claimer moves the value through the node's slot while holding the channel's lock,
-//! unlinks the node, releases the lock and only then signals the waiter, through the [`Wake`]
-//! that claiming returned.
+//! lock ([`Node::bind_alone`]), so the lock the claimer holds decides, and a store does. The
+//! claimer moves the value through the node's slot while holding the channel's lock, unlinks
+//! the node, releases the lock and only then signals the waiter, through the [`Wake`] that
+//! claiming returned.
 //!
 //! Nodes live on the blocked thread's stack (or in its alt); the queues hold raw pointers to
 //! them. That is sound because a node is unlinked, under the channel lock, before its owner can
@@ -232,8 +232,9 @@ impl<W: locks::Waiter> Party<W> {
     /// Blocks until claimed, or until `deadline`. Returns `false` only if the wait was
     /// aborted at the deadline, in which case no claimer will touch the context again once
     /// the owner has unlinked its nodes. If the waiter unwinds, the panic goes on, and the
-    /// caller's [`Abandon`] guard makes the frame safe to leave. For an alt, whose nodes are
-    /// claimed by compare-and-swap (see [`block_on`](Self::block_on) for a single channel's).
+    /// caller's [`Abandon`] guard makes the frame safe to leave. This is an alt's wait: its
+    /// context is claimed by compare-and-swap, so it gives up without a lock (a single
+    /// channel's wait gives up under the lock, through [`block_on`](Self::block_on)).
     // Inline: its callers, off the fast path, have saved their registers already, and the
     // wait inside it ends at the first yield more often than not (see `locks::Waiter`'s
     // implementations), so a frame of its own cost more than the wait's own instructions.
