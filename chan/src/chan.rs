@@ -4,7 +4,7 @@
 
 use crate::error::*;
 use crate::sync::Ordering::{AcqRel, Relaxed};
-use crate::unwind::Caught;
+use crate::unwind::{self, Caught};
 use crate::waitq::{Abandon, Node, Party};
 use locks::{Adaptive, Strategy};
 use std::fmt;
@@ -509,11 +509,16 @@ impl<T, L: Strategy> Chan<T, L> {
 
     /// [`close`](Self::close), the wakers' first panic returned rather than raised.
     fn close_caught(&self) -> (bool, Caught) {
-        let st = self.shared.lock();
+        // A close must happen: the parties blocked on the channel wait for it, and a last
+        // handle's drop cannot be tried again. A lock that panics is taken again (see
+        // `unwind::insist`), and its panic goes on once every party is woken.
+        let mut caught = Caught::none();
+        let st = unwind::insist(&mut caught, || self.shared.lock());
         if st.is_closed() {
-            return (false, Caught::none());
+            return (false, caught);
         }
-        (true, self.shared.release_closed(st))
+        self.shared.release_closed(st, &mut caught);
+        (true, caught)
     }
 
     /// `None` while open; once closed, how many values are still buffered (9front's

@@ -20,14 +20,24 @@ const RETURN_EARLY: usize = 2;
 const PANIC_GIVING_UP: usize = 3;
 
 thread_local! {
-    /// Set by a timed wait that ran out in `PANIC_GIVING_UP` mode; the next lock panics.
-    static PANIC_NEXT_LOCK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Which of this thread's locks from now on panics: 1 the next, 2 the one after; 0 none.
+    /// Set by a timed wait that ran out in `PANIC_GIVING_UP` mode, or by a test.
+    static PANIC_AT_LOCK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// Panics if this thread's next lock was set to (once).
+/// Makes this thread's `n`th lock from now on panic (once).
+fn panic_at_lock(n: u32) {
+    PANIC_AT_LOCK.with(|p| p.set(n));
+}
+
+/// Panics if this is the lock this thread was set to panic at.
 fn maybe_panic_in_lock() {
-    if PANIC_NEXT_LOCK.with(|p| p.replace(false)) {
-        panic!("hostile lock");
+    let n = PANIC_AT_LOCK.with(|p| p.get());
+    if n > 0 {
+        PANIC_AT_LOCK.with(|p| p.set(n - 1));
+        if n == 1 {
+            panic!("hostile lock");
+        }
     }
 }
 
@@ -50,7 +60,7 @@ unsafe impl Waiter for HostileWaiter {
     fn wait_until(&self, deadline: Instant) -> bool {
         let signalled = self.inner.wait_until(deadline);
         if !signalled && MODE.load(SeqCst) == PANIC_GIVING_UP {
-            PANIC_NEXT_LOCK.with(|p| p.set(true));
+            panic_at_lock(1);
         }
         signalled
     }
@@ -224,7 +234,7 @@ fn a_lock_that_panics_while_a_future_is_dropped_leaves_no_node_behind() {
     fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>) -> Poll<F::Output> {
         f.poll(&mut Context::from_waker(Waker::noop()))
     }
-    let panic_next_lock = || PANIC_NEXT_LOCK.with(|p| p.set(true));
+    let panic_next_lock = || panic_at_lock(1);
 
     let c = Chan::<u64, HostileLock>::new(0);
     let mut f = Box::pin(c.recv_async());
@@ -255,6 +265,46 @@ fn a_lock_that_panics_while_a_future_is_dropped_leaves_no_node_behind() {
     assert_eq!(c.nbsend(7), Err(TrySendError::Full(7)));
     assert_eq!(b.nbrecv(), Err(chan::TryRecvError::Empty));
     assert_eq!(y, Some(1), "the unsent value is back in its place");
+}
+
+#[test]
+fn a_lock_that_panics_in_a_close_still_closes() {
+    // A close whose lock panicked left the channel open and its blocked parties asleep; a last
+    // handle's drop cannot be tried again, so they slept for ever. The lock is now taken
+    // again, every party is woken, and the panic goes on. (In no `MODE`, but holding its
+    // mutex: the other tests' modes would make these waiters panic too.)
+    with_mode(0, || {
+        deadline("a close past a panicking lock", || {
+            // The first lock panics (an explicit close), then the second, the one taken again
+            // between two wake-ups (two blocked receivers).
+            for (n, receivers) in [(1, 1), (2, 2)] {
+                let c = Chan::<u64, HostileLock>::new(0);
+                let blocked: Vec<_> = (0..receivers)
+                    .map(|_| {
+                        let rx = c.clone();
+                        thread::spawn(move || rx.recv())
+                    })
+                    .collect();
+                thread::sleep(Duration::from_millis(20));
+                panic_at_lock(n);
+                assert!(catch_unwind(AssertUnwindSafe(|| c.close())).is_err());
+                panic_at_lock(0);
+                assert!(c.is_closed());
+                for r in blocked {
+                    assert_eq!(r.join().unwrap(), Err(chan::RecvError));
+                }
+            }
+
+            // The last sender's drop.
+            let (tx, rx) = Chan::<u64, HostileLock>::new(0).split();
+            let r = thread::spawn(move || rx.recv());
+            thread::sleep(Duration::from_millis(20));
+            panic_at_lock(1);
+            assert!(catch_unwind(AssertUnwindSafe(|| drop(tx))).is_err());
+            panic_at_lock(0);
+            assert_eq!(r.join().unwrap(), Err(chan::RecvError));
+        })
+    });
 }
 
 #[test]

@@ -134,8 +134,9 @@ use std::time::Instant;
 /// can take the lock, and an unlock *happens before* the next successful acquisition.
 /// `unlock` must not unwind (a lock that cannot be released leaves every channel it guards
 /// wedged), and [`Waiter`] carries its own contract. `lock` and `try_lock` may unwind: `chan`
-/// then takes the lock again wherever it must have it to withdraw a wait (a node of the wait
-/// would otherwise outlive the memory it lives in), and aborts the process if that panics too. `unlock` may be called on another thread
+/// then takes the lock again wherever a step cannot be left undone (withdrawing a wait, whose
+/// node would otherwise outlive the memory it lives in; a close, which blocked parties wait
+/// for), and aborts the process if that panics too. `unlock` may be called on another thread
 /// than the one that locked (`lock_api`'s `GuardSend`, which [`DynLock`](crate::DynLock)
 /// declares, allows it; `chan` itself always unlocks where it locked): a lock that cannot be
 /// released there must not reach undefined behaviour, and may abort the process instead, as

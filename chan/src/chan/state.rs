@@ -719,7 +719,8 @@ impl<T, L: Strategy> Shared<T, L> {
     /// it went to, or the value's drop if it could not go back.
     #[cold]
     pub(crate) fn put_back(&self, v: T, caught: &mut Caught) {
-        let back = self.lock().give_back(v);
+        // Received, so it must not be lost to a lock that panics: taken again.
+        let back = unwind::insist(caught, || self.lock()).give_back(v);
         match back {
             Ok(w) => caught.wake(w),
             Err(v) => caught.run(|| drop(v)),
@@ -729,15 +730,14 @@ impl<T, L: Strategy> Shared<T, L> {
     /// Marks the channel closed (if it was not) and wakes every blocked party: senders, and
     /// receivers, who are told "closed and drained". One claim per lock hold, woken outside
     /// it: nobody new can queue once the channel is marked closed. Wakers are user code: one
-    /// that panics does not stop the rest, and the first panic comes back to the caller.
-    pub(crate) fn release_closed<'a>(&'a self, mut st: Locked<'a, T, L>) -> Caught {
-        let mut caught = Caught::none();
+    /// that panics does not stop the rest, and the first panic is kept in `caught`; so is a
+    /// panic of the lock, which is taken again (every party must be woken).
+    pub(crate) fn release_closed<'a>(&'a self, mut st: Locked<'a, T, L>, caught: &mut Caught) {
         while let Some(claimed) = st.close_one() {
             drop(st);
             caught.wake(Some(claimed));
-            st = self.lock();
+            st = unwind::insist(caught, || self.lock());
         }
-        caught
     }
 }
 
