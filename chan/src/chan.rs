@@ -4,7 +4,7 @@
 
 use crate::error::*;
 use crate::sync::Ordering::{AcqRel, Relaxed};
-use crate::unwind::{self, Caught};
+use crate::unwind::Caught;
 use crate::waitq::{Abandon, Node, Party};
 use locks::{Adaptive, Strategy};
 use std::fmt;
@@ -513,7 +513,7 @@ impl<T, L: Strategy> Chan<T, L> {
         // handle's drop cannot be tried again. A lock that panics is taken again (see
         // `unwind::insist`), and its panic goes on once every party is woken.
         let mut caught = Caught::none();
-        let st = unwind::insist(&mut caught, || self.shared.lock());
+        let st = self.shared.lock_insisting(&mut caught);
         if st.is_closed() {
             return (false, caught);
         }

@@ -43,7 +43,7 @@
 
 use super::{wake, Chan, Locked, Shared};
 use crate::error::{RecvError, SendError};
-use crate::unwind::{self, Caught};
+use crate::unwind::Caught;
 use crate::waitq::{Node, Party, Selected, Stage, Wake};
 use crate::{Receiver, Sender};
 use locks::{Adaptive, Strategy, Waiter};
@@ -217,7 +217,7 @@ impl<T, W: Waiter> Op<T, W> {
         // The node points into this future, which goes once the drop returns, or unwinds:
         // a lock that panics is taken again (see `unwind::insist`).
         let mut caught = Caught::none();
-        let mut st = unwind::insist(&mut caught, || sh.lock());
+        let mut st = sh.lock_insisting(&mut caught);
         let mut back = Ok(None);
         if ctx.abort() {
             match dir {

@@ -584,6 +584,14 @@ impl<T, L: Strategy> Shared<T, L> {
         Locked { shared: self, lock }
     }
 
+    /// [`lock`](Self::lock) for a step that must happen, and after which nothing can take the
+    /// lock again (a close, a value put back, a queued future's drop): a lock that panics is
+    /// taken once more, its panic kept in `caught` (see [`unwind::insist`]).
+    #[inline]
+    pub(crate) fn lock_insisting(&self, caught: &mut Caught) -> Locked<'_, T, L> {
+        unwind::insist(caught, || self.lock())
+    }
+
     /// A contended lock: on a channel of at most one buffer, taken with the strategy's
     /// [`lock_in_hand_off`](Strategy::lock_in_hand_off), which may spin (the holder there is
     /// a partner mid-exchange); otherwise with `lock`, which lets a contended party step aside
@@ -720,7 +728,7 @@ impl<T, L: Strategy> Shared<T, L> {
     #[cold]
     pub(crate) fn put_back(&self, v: T, caught: &mut Caught) {
         // Received, so it must not be lost to a lock that panics: taken again.
-        let back = unwind::insist(caught, || self.lock()).give_back(v);
+        let back = self.lock_insisting(caught).give_back(v);
         match back {
             Ok(w) => caught.wake(w),
             Err(v) => caught.run(|| drop(v)),
@@ -736,7 +744,7 @@ impl<T, L: Strategy> Shared<T, L> {
         while let Some(claimed) = st.close_one() {
             drop(st);
             caught.wake(Some(claimed));
-            st = unwind::insist(caught, || self.lock());
+            st = self.lock_insisting(caught);
         }
     }
 }
