@@ -375,10 +375,10 @@ impl<T, W: locks::Waiter> State<T, W> {
     }
 
     /// Moves the first waiting sender's value into the slot a receive just freed.
-    // Always: a receive from a full buffer with senders queued (every receive at O=1 while
-    // the senders outnumber the slot, most at O=10 with eight senders) takes this path, and
-    // out of line, LLVM's choice, it cost a call frame: six registers pushed and popped, and
-    // its result returned through memory. 8-22 instructions a message at O=1, 7.6 at O=10
+    // Always: a receive from a full buffer with senders queued takes this path (most
+    // receives at O=1, and at O=10 with eight senders), and out of line, LLVM's choice, it
+    // cost a call frame: six registers pushed and popped, and its result returned through
+    // memory. 8-22 instructions a message at O=1, 7.6 at O=10
     // M=8, 10-26 for tasks (callgrind; `docs/tuning.md`, "The refill in line").
     #[inline(always)]
     fn refill(&mut self) -> Option<Wake<W>> {
@@ -590,9 +590,9 @@ impl<T, L: Strategy> Shared<T, L> {
         Locked { shared: self, lock }
     }
 
-    /// [`lock`](Self::lock) for a step that must happen, and after which nothing can take the
-    /// lock again (a close, a value put back, a queued future's drop): a lock that panics is
-    /// taken once more, its panic kept in `caught` (see [`unwind::insist`]).
+    /// [`lock`](Self::lock) for a step that must happen and cannot be tried again (a close, a
+    /// value put back, a queued future's drop): a lock that panics is taken once more, its
+    /// panic kept in `caught` (see [`unwind::insist`]).
     #[inline]
     pub(crate) fn lock_insisting(&self, caught: &mut Caught) -> Locked<'_, T, L> {
         unwind::insist(caught, || self.lock())
