@@ -60,10 +60,23 @@ impl<T> Ring<T> {
         if self.is_full() {
             self.grow();
         }
+        // SAFETY: not full, now.
+        unsafe { self.push_unchecked(v) }
+    }
+
+    /// Appends `v` to a ring known to have room: [`push`](Self::push) without its test, for
+    /// a caller that has already compared the length with a bound no larger than the
+    /// [`capacity`](Self::capacity).
+    ///
+    /// # Safety
+    /// The ring must not be [full](Self::is_full).
+    #[inline]
+    pub(crate) unsafe fn push_unchecked(&mut self, v: T) {
+        debug_assert!(!self.is_full());
         let i = (self.head + self.len) & self.mask;
-        // SAFETY: the ring is not full, so it has slots and `mask` is their count less one:
-        // `i < slots.len()`. Slot `i` is free: it follows the `len` initialized ones, which
-        // leave at least one slot.
+        // SAFETY: the ring is not full (the caller's promise), so it has slots and `mask` is
+        // their count less one: `i < slots.len()`. Slot `i` is free: it follows the `len`
+        // initialized ones, which leave at least one slot.
         unsafe { self.slots.get_unchecked_mut(i).write(v) };
         self.len += 1;
     }

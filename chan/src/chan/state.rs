@@ -33,12 +33,13 @@ pub(crate) struct Summary(u64);
 
 /// The summary's count of buffered values.
 const LEN: u64 = (1 << 61) - 1;
-/// Senders are queued (and so the buffer is full).
-const SENDERS: u64 = 1 << 61;
+/// Senders are queued (and so the buffer is full). The sign bit: every receive tests it
+/// under the lock, and a sign is tested without a 64-bit mask in a register.
+const SENDERS: u64 = 1 << 63;
 /// Receivers are queued (and so the buffer is empty).
 const RECEIVERS: u64 = 1 << 62;
 /// The channel is closed.
-const CLOSED: u64 = 1 << 63;
+const CLOSED: u64 = 1 << 61;
 
 impl Summary {
     /// How many values are buffered.
@@ -145,16 +146,7 @@ impl<T, L: Strategy> Shared<T, L> {
         Shared {
             lock: NonNull::dangling(),
             owned: lock,
-            state: UnsafeCell::new(State {
-                // Reserve up front (bounded, so that a huge capacity costs nothing until
-                // used): a send should not allocate while holding the lock.
-                buf: Ring::with_capacity(nbuf.min(RESERVE)),
-                cap: nbuf,
-                flags: 0,
-                sendq: WaitQueue::new(),
-                recvq: WaitQueue::new(),
-                drained: false,
-            }),
+            state: UnsafeCell::new(State::new(nbuf)),
             summary: AtomicU64::new(0),
             cap: nbuf,
             senders: AtomicUsize::new(1),
@@ -171,7 +163,10 @@ impl<T, L: Strategy> Shared<T, L> {
     /// Drops what is buffered, outside the lock (the last receiver has gone, so nothing can
     /// receive it); every value is dropped, and the first panic of their `Drop`s is returned.
     pub(super) fn discard_buffered(&self) -> Caught {
-        let buf = std::mem::take(&mut self.lock().buf);
+        let mut st = self.lock();
+        let buf = std::mem::take(&mut st.buf);
+        st.sync_limit();
+        drop(st);
         drop_each(buf)
     }
 }
@@ -200,6 +195,11 @@ pub(crate) struct State<T, W> {
     /// The summary's `SENDERS`, `RECEIVERS` and `CLOSED` bits, kept current by every method
     /// that changes the queues or closes, so that publishing is an OR rather than three tests.
     flags: u64,
+    /// `flags | buf.len()` below this, and a send buffers plainly: it is the capacity or
+    /// the ring's room, the smaller (and below the flags' bits), kept current by every
+    /// change to either. One comparison then tests for no flags, the capacity and the ring
+    /// at once ([`buffer_plainly`](State::buffer_plainly)).
+    limit: u64,
     recvq: WaitQueue<T, W>,
     sendq: WaitQueue<T, W>,
     cap: usize,
@@ -219,6 +219,23 @@ pub(crate) fn wake<W: locks::Waiter>(w: Option<Wake<W>>) {
 }
 
 impl<T, W: locks::Waiter> State<T, W> {
+    /// An empty, open state for a channel of capacity `nbuf`.
+    fn new(nbuf: usize) -> Self {
+        let mut st = State {
+            // Reserve up front (bounded, so that a huge capacity costs nothing until
+            // used): a send should not allocate while holding the lock.
+            buf: Ring::with_capacity(nbuf.min(RESERVE)),
+            cap: nbuf,
+            flags: 0,
+            limit: 0,
+            sendq: WaitQueue::new(),
+            recvq: WaitQueue::new(),
+            drained: false,
+        };
+        st.sync_limit();
+        st
+    }
+
     /// Clears `RECEIVERS` if the receivers' queue has emptied (after a claim from it: the
     /// senders' queue did not change, so its bit stands).
     #[inline]
@@ -246,6 +263,29 @@ impl<T, W: locks::Waiter> State<T, W> {
             f |= RECEIVERS;
         }
         self.store_flags(f);
+    }
+
+    /// What [`limit`](State::limit) must be, from the capacity and the ring.
+    #[inline]
+    fn limit_due(&self) -> u64 {
+        (self.cap.min(self.buf.capacity()) as u64).min(LEN)
+    }
+
+    /// Brings `limit` up to date after the ring's memory changed.
+    #[inline]
+    fn sync_limit(&mut self) {
+        self.limit = self.limit_due();
+    }
+
+    /// Appends `v` to the buffer, growing the ring if it must (which gives plain sends
+    /// more room).
+    #[inline(always)]
+    fn push(&mut self, v: T) {
+        let grows = self.buf.is_full();
+        self.buf.push(v);
+        if grows {
+            self.sync_limit();
+        }
     }
 
     /// Writes `flags` as one whole word, never narrower.
@@ -283,7 +323,7 @@ impl<T, W: locks::Waiter> State<T, W> {
     #[inline]
     fn buffer(&mut self, v: T) -> Result<(), T> {
         if self.buf.len() < self.cap {
-            self.buf.push(v);
+            self.push(v);
             return Ok(());
         }
         Err(v)
@@ -329,12 +369,13 @@ impl<T, W: locks::Waiter> State<T, W> {
 
     /// The common send, which `Chan::send_impl` tries before anything else: open, nobody
     /// waiting (no flags: a queued sender implies a full buffer), room within the capacity
-    /// and within the ring's memory. Short enough to compile to a path that keeps to
-    /// registers.
+    /// and within the ring's memory. One comparison tests all three (see `limit`): the flags
+    /// are bits above any length, so `flags | len` reaches `limit` if one is set.
     #[inline]
     pub(super) fn buffer_plainly(&mut self, v: T) -> Result<(), T> {
-        if self.flags == 0 && self.buf.len() < self.cap && !self.buf.is_full() {
-            self.buf.push(v);
+        if self.flags == 0 && (self.buf.len() as u64) < self.limit {
+            // SAFETY: `limit` is at most the ring's capacity, and the length is below it.
+            unsafe { self.buf.push_unchecked(v) };
             return Ok(());
         }
         Err(v)
@@ -372,6 +413,7 @@ impl<T, W: locks::Waiter> State<T, W> {
     #[inline]
     fn give_back_memory(&mut self) {
         shrink_ring(&mut self.buf);
+        self.sync_limit();
     }
 
     /// Moves the first waiting sender's value into the slot a receive just freed.
@@ -386,15 +428,16 @@ impl<T, W: locks::Waiter> State<T, W> {
             // Over capacity: a value given back by a dropped receive future (`future.rs`).
             return None;
         }
-        let claimed = self.sendq.claim(false).map(|(s, w)| {
+        let (v, w) = match self.sendq.claim(false) {
             // SAFETY: we claimed `s` under the lock, so its slot is ours.
-            if let Some(v) = unsafe { s.take() } {
-                self.buf.push(v);
-            }
-            w
-        });
+            Some((s, w)) => (unsafe { s.take() }, Some(w)),
+            None => (None, None),
+        };
+        if let Some(v) = v {
+            self.push(v);
+        }
         self.sender_left();
-        claimed
+        w
     }
 
     /// Takes the first waiting sender's value (a rendezvous).
@@ -531,6 +574,7 @@ impl<T, W: locks::Waiter> State<T, W> {
             Ok(w) => Ok(Some(w)),
             Err(v) => {
                 self.buf.push_front(v);
+                self.sync_limit();
                 Ok(None)
             }
         }
@@ -655,6 +699,7 @@ impl<T, L: Strategy> Shared<T, L> {
     /// Publishes the summary; call before releasing a lock taken through `raw_lock`.
     #[inline]
     pub(crate) fn publish(&self, st: &State<T, L::Waiter>) {
+        debug_assert_eq!(st.limit, st.limit_due(), "`limit` behind the ring");
         self.summary.store(st.summary(), Release);
     }
 
@@ -867,6 +912,26 @@ mod tests {
             offset_of!(S, receivers),
         ];
         assert!(read_mostly.iter().all(|&at| line(at) == 0));
+    }
+
+    /// `limit` follows the ring as it grows past [`RESERVE`] and shrinks back, so that
+    /// every send within the capacity keeps to `buffer_plainly` (the debug assertion in
+    /// `publish` checks it at every unlock as well).
+    #[test]
+    fn the_plain_send_limit_follows_the_ring() {
+        let cap = 3 * RESERVE;
+        let c = Chan::<u64>::new(cap);
+        let limit = |c: &Chan<u64>| c.shared.lock().limit;
+        assert_eq!(limit(&c), RESERVE as u64);
+        for round in 0..2 {
+            (0..cap as u64).for_each(|i| c.nbsend(i).unwrap());
+            assert!(c.nbsend(0).is_err(), "round {round}: full at the capacity");
+            assert_eq!(limit(&c), cap as u64, "round {round}: grown to the capacity");
+            (0..cap as u64).for_each(|i| assert_eq!(c.nbrecv().unwrap(), i));
+            assert_eq!(limit(&c), RESERVE as u64, "round {round}: shrunk back");
+        }
+        let unbuffered = Chan::<u64>::new(0);
+        assert_eq!(limit(&unbuffered), 0);
     }
 
     #[test]
