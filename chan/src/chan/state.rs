@@ -33,13 +33,12 @@ pub(crate) struct Summary(u64);
 
 /// The summary's count of buffered values.
 const LEN: u64 = (1 << 61) - 1;
-/// Senders are queued (and so the buffer is full). The sign bit: every receive tests it
-/// under the lock, and a sign is tested without a 64-bit mask in a register.
-const SENDERS: u64 = 1 << 63;
+/// Senders are queued (and so the buffer is full).
+const SENDERS: u64 = 1 << 61;
 /// Receivers are queued (and so the buffer is empty).
 const RECEIVERS: u64 = 1 << 62;
 /// The channel is closed.
-const CLOSED: u64 = 1 << 61;
+const CLOSED: u64 = 1 << 63;
 
 impl Summary {
     /// How many values are buffered.
@@ -195,10 +194,10 @@ pub(crate) struct State<T, W> {
     /// The summary's `SENDERS`, `RECEIVERS` and `CLOSED` bits, kept current by every method
     /// that changes the queues or closes, so that publishing is an OR rather than three tests.
     flags: u64,
-    /// `flags | buf.len()` below this, and a send buffers plainly: it is the capacity or
-    /// the ring's room, the smaller (and below the flags' bits), kept current by every
-    /// change to either. One comparison then tests for no flags, the capacity and the ring
-    /// at once ([`buffer_plainly`](State::buffer_plainly)).
+    /// How many values the buffer may hold before a send must look past
+    /// [`buffer_plainly`](State::buffer_plainly): the capacity or the ring's capacity, the
+    /// smaller (and within the summary's count). Every change to the ring's memory brings it
+    /// up to date, so that one comparison tests for both, and the push need not test again.
     limit: u64,
     recvq: WaitQueue<T, W>,
     sendq: WaitQueue<T, W>,
@@ -369,8 +368,8 @@ impl<T, W: locks::Waiter> State<T, W> {
 
     /// The common send, which `Chan::send_impl` tries before anything else: open, nobody
     /// waiting (no flags: a queued sender implies a full buffer), room within the capacity
-    /// and within the ring's memory. One comparison tests all three (see `limit`): the flags
-    /// are bits above any length, so `flags | len` reaches `limit` if one is set.
+    /// and within the ring's memory, the last two in one comparison (see `limit`). The flags
+    /// come first: at O=0 a receiver is queued on most sends, and the test stops there.
     #[inline]
     pub(super) fn buffer_plainly(&mut self, v: T) -> Result<(), T> {
         if self.flags == 0 && (self.buf.len() as u64) < self.limit {
@@ -926,7 +925,7 @@ mod tests {
         for round in 0..2 {
             (0..cap as u64).for_each(|i| c.nbsend(i).unwrap());
             assert!(c.nbsend(0).is_err(), "round {round}: full at the capacity");
-            assert_eq!(limit(&c), cap as u64, "round {round}: grown to the capacity");
+            assert_eq!(limit(&c), cap as u64, "round {round}: grown");
             (0..cap as u64).for_each(|i| assert_eq!(c.nbrecv().unwrap(), i));
             assert_eq!(limit(&c), RESERVE as u64, "round {round}: shrunk back");
         }
