@@ -9,7 +9,10 @@
 //! ```
 //!
 //! so that start-up, calibration and thread creation, the same in both, cancel (as
-//! `benches/callgrind.sh` does for the grid). `rounds` is what the process ran: its warm-up
+//! `benches/callgrind.sh` does for the grid), all but some ten thousand instructions a process
+//! that differ from run to run (the allocator consolidates its free lists in one run and not in
+//! the next): 0.1 % of a release build's counts at the default N, but 0.1-1 % of a debug
+//! build's at N=2000, where a larger N dilutes them. `rounds` is what the process ran: its warm-up
 //! and its one measured round. Ir counts user-space instructions of every thread, libc
 //! included. Valgrind runs one thread at a time and the process is pinned to one CPU, so no
 //! lock spins for a thread that cannot run; the counts then repeat (within 0.05 % for the spin
@@ -394,7 +397,8 @@ pub(crate) fn judge(
             Some(format!(
                 "the {side} side's counts differ by {:.1}% between repetitions, beyond the \
                  threshold: the schedule decides them, not only the code (a lock that \
-                 spin-waits?)",
+                 spin-waits?), or N is too small to dilute what each process's start \
+                 costs differently (give a larger -N)",
                 (hi(v) - lo(v)) / med(v) * 100.0
             ))
         } else {
