@@ -9,10 +9,9 @@
 //! ```
 //!
 //! so that start-up, calibration and thread creation, the same in both, cancel (as
-//! `benches/callgrind.sh` does for the grid), all but some ten thousand instructions a process
-//! that differ from run to run (the allocator consolidates its free lists in one run and not in
-//! the next): 0.1 % of a release build's counts at the default N, but 0.1-1 % of a debug
-//! build's at N=2000, where a larger N dilutes them. `rounds` is what the process ran: its warm-up
+//! `benches/callgrind.sh` does for the grid), all but a few thousand instructions a process
+//! that differ from run to run (clock reads, the spin calibration; the allocator's arenas are
+//! made to repeat, see [`count`]), which a larger N dilutes. `rounds` is what the process ran: its warm-up
 //! and its one measured round. Ir counts user-space instructions of every thread, libc
 //! included. Valgrind runs one thread at a time and the process is pinned to one CPU, so no
 //! lock spins for a thread that cannot run; the counts then repeat (within 0.05 % for the spin
@@ -286,6 +285,16 @@ fn count(
     .arg(format!("--callgrind-out-file={}", file.display()))
     .arg(&side.exe)
     .args(&args);
+    // One malloc arena. glibc gives a thread a new arena when the main one's lock is busy at
+    // its first allocation, which depends on the schedule; a process whose threads then share
+    // an arena consolidates its free lists once (some 14,000 instructions) and one whose
+    // threads do not, does not. That did not cancel between the two sizes of a cell: at O=100
+    // M=1 and the default N, 1.1 % of the count, and a build against itself came out
+    // "inconclusive". With one arena, ten processes spread by 4,100 instructions in all where
+    // eight had spread by 14,800. A user's own setting is kept.
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        cmd.env("MALLOC_ARENA_MAX", "1");
+    }
     let (_, m, lane) = cell;
     let msgs = lane.via().messages(m, n) * 2.0;
     // Callgrind runs a program some fifty times slower than it runs natively.
