@@ -11,13 +11,13 @@
 //! so that start-up, calibration and thread creation, the same in both, cancel (as
 //! `benches/callgrind.sh` does for the grid), all but a few thousand instructions a process
 //! that differ from run to run (clock reads, the spin calibration; the allocator's arenas are
-//! made to repeat, see [`count`]), which a larger N dilutes. `rounds` is what the process ran: its warm-up
-//! and its one measured round. Ir counts user-space instructions of every thread, libc
-//! included. Valgrind runs one thread at a time and the process is pinned to one CPU, so no
-//! lock spins for a thread that cannot run; the counts then repeat (within 0.05 % for the spin
-//! and adaptive locks on the machine this was written on, 0.5 % for sem, whose waits depend a
-//! little on when valgrind switches threads), and a change of 1 % is a change of the code,
-//! whatever the machine's load.
+//! made to repeat, see [`count`]), which a larger N dilutes. `rounds` is what the process ran:
+//! its warm-up and its one measured round. Ir counts user-space instructions of every thread,
+//! libc included. Valgrind runs one thread at a time and the process is pinned to one CPU, so
+//! no lock spins for a thread that cannot run; the counts then repeat (the 12 cells of
+//! O=0,1,10,100 and M=1,2,8 with the adaptive lock at the default N, four repetitions, twice:
+//! within 0.4 %; 0.5 % for sem, whose waits depend a little on when valgrind switches
+//! threads), and a change of 1 % is a change of the code, whatever the machine's load.
 //!
 //! What this cannot see is everything that costs time without user-space instructions:
 //! waiting (futex sleeps, yields), context switches, the kernel's side of a system call,
