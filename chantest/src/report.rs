@@ -266,6 +266,9 @@ fn table(r: &Results, threshold: f64) -> String {
         if let Some(note) = reps_note(r) {
             let _ = writeln!(out, "# {note}");
         }
+        if let Some(note) = layout_note(r) {
+            let _ = writeln!(out, "# {note}");
+        }
     }
     out
 }
@@ -336,6 +339,22 @@ fn changes_summary(r: &Results) -> String {
     )
 }
 
+/// Where a cell of a comparison with another build (`--against`) regressed: that two builds
+/// differ in where their code lies as well as in what it does. A change that left a
+/// rendezvous' path the same, instruction for instruction, moved a loop's alignment and read
+/// REGRESSED at 1.07-1.09; built with every loop aligned, both sides ran level
+/// (`docs/tuning.md`, "Layout, not code").
+fn layout_note(r: &Results) -> Option<&'static str> {
+    r.changes
+        .iter()
+        .any(|c| c.verdict == Verdict::Regressed && c.against_exe.is_some())
+        .then_some(
+            "a build can regress by where its code landed, not by what it runs: if \
+             --metric instructions --against counts the cell level, time both builds again \
+             made with RUSTFLAGS='-C llvm-args=-align-loops=64' (chantest/README.md)",
+        )
+}
+
 /// Where `--budget` added repetitions to one side only, what the `new/old` reps mean.
 fn reps_note(r: &Results) -> Option<&'static str> {
     r.changes
@@ -388,6 +407,9 @@ fn markdown(r: &Results, threshold: f64) -> String {
         out += &pipes(&change_rows(r), |c| (4..9).contains(&c));
         let _ = writeln!(out, "\n{}.", changes_summary(r));
         if let Some(note) = reps_note(r) {
+            let _ = writeln!(out, "\n{note}.");
+        }
+        if let Some(note) = layout_note(r) {
             let _ = writeln!(out, "\n{note}.");
         }
     }
